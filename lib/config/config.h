@@ -1,0 +1,151 @@
+// The gateway's configuration model: what one site's stormgate process is told by its YAML
+// file. Every key is documented in config/README.md; load.h turns YAML into this, strictly.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/codec_id.h"
+
+namespace sg::config {
+
+struct MacAddr {
+  std::array<uint8_t, 6> bytes{};
+  bool operator==(const MacAddr&) const = default;
+};
+
+struct Ipv4Addr {
+  uint32_t host_order = 0;  // 10.0.0.1 == 0x0a000001
+  bool operator==(const Ipv4Addr&) const = default;
+};
+
+struct SiteConfig {
+  uint16_t id = 0;  // unique across the deployment, 1..65535 (0 means "none" on the wire)
+  std::string name;
+};
+
+// One DPDK port. Exactly one of `vdev` (virtual device arguments, e.g. "net_memif0,role=server")
+// or `pci` (a PCI address, e.g. "0000:3b:00.0") names the device; `devargs` adds driver
+// arguments to a PCI device (mlx5: "txq_inline_max=0", ...).
+struct PortConfig {
+  std::string name;
+  std::string vdev;
+  std::string pci;
+  std::string devargs;
+  uint16_t rx_queues = 1;
+  uint16_t tx_queues = 1;
+  uint16_t rx_desc = 1024;
+  uint16_t tx_desc = 1024;
+  uint16_t mtu = 1500;
+  std::optional<MacAddr> mac;  // unset: the device's own address
+  Ipv4Addr ipv4;
+  uint8_t prefix_len = 24;
+  std::optional<Ipv4Addr> gateway;  // next hop for peers outside the subnet
+  std::optional<uint16_t> vlan;     // 802.1Q tag on every frame; unset: untagged
+
+  std::string device_string() const { return vdev.empty() ? (devargs.empty() ? pci : pci + "," + devargs) : vdev; }
+};
+
+// A way to reach a peer: out of `port`, directly or relayed by another site's gateway.
+struct PathConfig {
+  uint8_t id = 0;
+  std::string port;                 // a PortConfig name
+  std::optional<uint16_t> via;      // relay site id; unset: direct
+  std::optional<uint16_t> udp_src_port;  // distinct source ports let ECMP in the WAN spread paths
+};
+
+struct PeerConfig {
+  uint16_t id = 0;
+  std::string name;
+  Ipv4Addr address;
+  uint16_t udp_port = 0;        // 0 in YAML means "transport.udp_port"
+  std::optional<MacAddr> mac;   // static neighbour entry; unset: resolved with ARP
+  std::vector<PathConfig> paths;
+};
+
+enum class BubbleFill : uint8_t { kZero, kPrevious, kLocal };
+enum class RateController : uint8_t { kLtp, kAimd };
+
+struct EarlyCloseConfig {
+  bool enabled = true;
+  double min_fraction = 0.95;  // never close before this fraction of chunks has arrived
+  double quiet_rtts = 2.0;     // ... and nothing new for this many smoothed RTTs
+};
+
+struct TransportConfig {
+  uint16_t udp_port = 7400;
+  uint32_t chunk_bytes = 1344;  // gradient payload per DATA packet; must fit the port MTU
+  uint32_t max_transfers = 64;  // concurrent transfers per engine; refusals are counted
+  uint32_t max_chunks_per_transfer = 1u << 20;
+  double max_loss_fraction = 0.05;  // past it a transfer falls back to reliable delivery
+  BubbleFill bubble_fill = BubbleFill::kZero;
+  RateController rate_controller = RateController::kLtp;
+  uint32_t initial_rate_mbit = 100;
+  EarlyCloseConfig early_close;
+};
+
+enum class Planner : uint8_t { kFapt, kStar, kRing, kBlindTree };
+
+struct TopologyConfig {
+  Planner planner = Planner::kFapt;
+  uint16_t shards = 4;
+  bool multipath = true;
+  double recompute_change = 0.2;  // relative round-time gain that justifies a new policy
+  uint32_t min_interval_ms = 1000;
+  bool probes = false;            // low-rate active probes on links that carry nothing
+  uint32_t probe_rate_kbit = 100;
+};
+
+enum class CompressionMode : uint8_t { kOff, kAdaptive, kAlways };
+
+struct CompressionConfig {
+  CompressionMode mode = CompressionMode::kAdaptive;
+  CodecId codec = CodecId::kTopK;  // what "always" uses, and the strongest "adaptive" may pick
+  double topk_ratio = 0.01;
+  uint32_t compute_ms_per_round = 0;  // the job's compute time; 0: unknown, assume none
+};
+
+struct ControlConfig {
+  uint32_t interval_ms = 100;       // measurement/planning tick
+  uint32_t switch_rounds_ahead = 2; // a new policy takes effect this many rounds after agreement
+};
+
+struct TelemetryConfig {
+  bool enabled = true;           // DPDK telemetry socket endpoints /stormgate/*
+  uint32_t stats_interval_ms = 1000;  // console counter line; 0: off
+  bool pdump = true;             // dpdk-dumpcap can attach
+};
+
+struct DataplaneConfig {
+  uint16_t burst = 32;
+  uint32_t mbufs = 0;            // 0: sized from ports, queues and descriptors
+  uint16_t mbuf_cache = 256;
+  uint32_t idle_sleep_max_us = 1000;
+  uint32_t tx_drain_us = 100;
+};
+
+struct GatewayConfig {
+  std::string source;  // file the config came from, for messages
+  SiteConfig site;
+  std::vector<PortConfig> ports;
+  std::vector<PeerConfig> peers;
+  TransportConfig transport;
+  TopologyConfig topology;
+  CompressionConfig compression;
+  ControlConfig control;
+  TelemetryConfig telemetry;
+  DataplaneConfig dataplane;
+
+  const PortConfig* find_port(const std::string& name) const;
+  const PeerConfig* find_peer(uint16_t id) const;
+};
+
+std::string format_mac(const MacAddr& m);
+std::string format_ipv4(const Ipv4Addr& a);
+std::optional<MacAddr> parse_mac(const std::string& s);
+std::optional<Ipv4Addr> parse_ipv4(const std::string& s);
+
+}  // namespace sg::config

@@ -1,0 +1,232 @@
+// The schema: which keys each section takes, their types and ranges. config/README.md documents
+// the same keys; config_test.cpp checks that every example there loads.
+#include "config/load.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "config/yaml_strict.h"
+
+namespace sg::config {
+namespace {
+
+constexpr int64_t kU16 = 65535;
+
+void read_site(MapReader& top, GatewayConfig& cfg) {
+  if (!top.has("site")) {
+    top.require("site", "a 'site' section with id and name");
+    return;
+  }
+  MapReader r(top.child("site"), "site", top.errors());
+  r.integer("id", 1, kU16, cfg.site.id, true);
+  r.string("name", cfg.site.name, true, 63);
+}
+
+void read_port(const YAML::Node& n, const std::string& path, ErrorList& errs, GatewayConfig& cfg) {
+  MapReader r(n, path, errs);
+  if (!r.ok()) return;
+  PortConfig p;
+  r.string("name", p.name, true, 31);
+  r.string("vdev", p.vdev, false, 1023);
+  r.string("pci", p.pci, false, 63);
+  r.string("devargs", p.devargs, false, 1023);
+  if (p.vdev.empty() == p.pci.empty()) {
+    errs.add(n.Mark().line, n.Mark().column, path, "exactly one of 'vdev' or 'pci'",
+             p.vdev.empty() ? "neither" : "both");
+  }
+  if (!p.vdev.empty() && r.has("devargs")) {
+    errs.add_at(path + ".devargs", "devargs only with 'pci' (put virtual device arguments in 'vdev')",
+                "'" + p.devargs + "'");
+  }
+  r.integer("rx_queues", 1, 64, p.rx_queues);
+  r.integer("tx_queues", 1, 64, p.tx_queues);
+  r.integer("rx_desc", 64, 16384, p.rx_desc);
+  r.integer("tx_desc", 64, 16384, p.tx_desc);
+  r.integer("mtu", 576, 9600, p.mtu);
+  r.mac("mac", p.mac);
+  r.ipv4("ipv4", p.ipv4, true);
+  r.integer("prefix_len", 1, 32, p.prefix_len);
+  r.ipv4_opt("gateway", p.gateway);
+  if (r.has("vlan")) {
+    uint16_t v = 0;
+    const size_t before = errs.list().size();
+    r.integer("vlan", 1, 4094, v, true);
+    if (errs.list().size() == before) p.vlan = v;
+  }
+  cfg.ports.push_back(std::move(p));
+}
+
+void read_path(const YAML::Node& n, const std::string& path, ErrorList& errs, PeerConfig& peer) {
+  MapReader r(n, path, errs);
+  if (!r.ok()) return;
+  PathConfig p;
+  r.integer("id", 0, 15, p.id, true);
+  r.string("port", p.port, true, 31);
+  if (r.has("via")) {
+    uint16_t v = 0;
+    const size_t before = errs.list().size();
+    r.integer("via", 1, kU16, v, true);
+    if (errs.list().size() == before) p.via = v;
+  }
+  if (r.has("udp_src_port")) {
+    uint16_t v = 0;
+    const size_t before = errs.list().size();
+    r.integer("udp_src_port", 1, kU16, v, true);
+    if (errs.list().size() == before) p.udp_src_port = v;
+  }
+  peer.paths.push_back(std::move(p));
+}
+
+void read_peer(const YAML::Node& n, const std::string& path, ErrorList& errs, GatewayConfig& cfg) {
+  MapReader r(n, path, errs);
+  if (!r.ok()) return;
+  PeerConfig p;
+  r.integer("id", 1, kU16, p.id, true);
+  r.string("name", p.name, true, 63);
+  r.ipv4("address", p.address, true);
+  r.integer("udp_port", 1, kU16, p.udp_port);
+  r.mac("mac", p.mac);
+  for_each_item(r.child("paths"), r.path_of("paths"), errs,
+                [&](const YAML::Node& item, const std::string& ip) { read_path(item, ip, errs, p); });
+  cfg.peers.push_back(std::move(p));
+}
+
+void read_transport(MapReader& top, GatewayConfig& cfg) {
+  MapReader r(top.child("transport"), "transport", top.errors());
+  TransportConfig& t = cfg.transport;
+  r.integer("udp_port", 1, kU16, t.udp_port);
+  r.integer("chunk_bytes", 64, 9000, t.chunk_bytes);
+  r.integer("max_transfers", 1, 65536, t.max_transfers);
+  r.integer("max_chunks_per_transfer", 1, 1 << 24, t.max_chunks_per_transfer);
+  r.number("max_loss_fraction", 0.0, 0.5, t.max_loss_fraction);
+  int b = r.choice("bubble_fill", {"zero", "previous", "local"});
+  if (b >= 0) t.bubble_fill = static_cast<BubbleFill>(b);
+  int rc = r.choice("rate_controller", {"ltp", "aimd"});
+  if (rc >= 0) t.rate_controller = static_cast<RateController>(rc);
+  r.integer("initial_rate_mbit", 1, 400000, t.initial_rate_mbit);
+  MapReader ec(r.child("early_close"), r.path_of("early_close"), top.errors());
+  ec.boolean("enabled", t.early_close.enabled);
+  ec.number("min_fraction", 0.5, 1.0, t.early_close.min_fraction);
+  ec.number("quiet_rtts", 0.5, 100.0, t.early_close.quiet_rtts);
+}
+
+void read_topology(MapReader& top, GatewayConfig& cfg) {
+  MapReader r(top.child("topology"), "topology", top.errors());
+  TopologyConfig& t = cfg.topology;
+  int p = r.choice("planner", {"fapt", "star", "ring", "blind_tree"});
+  if (p >= 0) t.planner = static_cast<Planner>(p);
+  r.integer("shards", 1, 256, t.shards);
+  r.boolean("multipath", t.multipath);
+  r.number("recompute_change", 0.0, 10.0, t.recompute_change);
+  r.integer("min_interval_ms", 10, 3600000, t.min_interval_ms);
+  r.boolean("probes", t.probes);
+  r.integer("probe_rate_kbit", 1, 1000000, t.probe_rate_kbit);
+}
+
+void read_compression(MapReader& top, GatewayConfig& cfg) {
+  MapReader r(top.child("compression"), "compression", top.errors());
+  CompressionConfig& c = cfg.compression;
+  int m = r.choice("mode", {"off", "adaptive", "always"});
+  if (m >= 0) c.mode = static_cast<CompressionMode>(m);
+  // f32 is not a compression codec: "mode: off" says that.
+  int k = r.choice("codec", {"f16", "bf16", "int8", "topk"});
+  if (k >= 0) c.codec = static_cast<CodecId>(k + 1);
+  r.number("topk_ratio", 0.0001, 1.0, c.topk_ratio);
+  r.integer("compute_ms_per_round", 0, 3600000, c.compute_ms_per_round);
+}
+
+void read_control(MapReader& top, GatewayConfig& cfg) {
+  MapReader r(top.child("control"), "control", top.errors());
+  r.integer("interval_ms", 1, 60000, cfg.control.interval_ms);
+  r.integer("switch_rounds_ahead", 1, 1000, cfg.control.switch_rounds_ahead);
+}
+
+void read_telemetry(MapReader& top, GatewayConfig& cfg) {
+  MapReader r(top.child("telemetry"), "telemetry", top.errors());
+  r.boolean("enabled", cfg.telemetry.enabled);
+  r.integer("stats_interval_ms", 0, 3600000, cfg.telemetry.stats_interval_ms);
+  r.boolean("pdump", cfg.telemetry.pdump);
+}
+
+void read_dataplane(MapReader& top, GatewayConfig& cfg) {
+  MapReader r(top.child("dataplane"), "dataplane", top.errors());
+  DataplaneConfig& d = cfg.dataplane;
+  r.integer("burst", 1, 512, d.burst);
+  r.integer("mbufs", 0, 16 * 1024 * 1024, d.mbufs);
+  r.integer("mbuf_cache", 0, 512, d.mbuf_cache);
+  r.integer("idle_sleep_max_us", 1, 1000000, d.idle_sleep_max_us);
+  r.integer("tx_drain_us", 1, 100000, d.tx_drain_us);
+}
+
+}  // namespace
+
+LoadResult load_config_text(const std::string& text, const std::string& source) {
+  ErrorList errs(source);
+  LoadResult result;
+  if (!scan_duplicate_keys(text, errs)) {
+    result.errors = errs.list();
+    return result;
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    errs.add(e.mark.line, e.mark.column, "", "well-formed YAML", e.msg);
+    result.errors = errs.list();
+    return result;
+  }
+  if (!root.IsMap()) {
+    errs.add(root.Mark().line, root.Mark().column, "", "a mapping with sections site, ports, peers, ...",
+             describe(root));
+    result.errors = errs.list();
+    return result;
+  }
+
+  GatewayConfig cfg;
+  cfg.source = source;
+  {
+    MapReader top(root, "", errs);
+    read_site(top, cfg);
+    top.require("ports", "a list of at least one port");
+    for_each_item(top.child("ports"), "ports", errs,
+                  [&](const YAML::Node& n, const std::string& p) { read_port(n, p, errs, cfg); });
+    for_each_item(top.child("peers"), "peers", errs,
+                  [&](const YAML::Node& n, const std::string& p) { read_peer(n, p, errs, cfg); });
+    read_transport(top, cfg);
+    read_topology(top, cfg);
+    read_compression(top, cfg);
+    read_control(top, cfg);
+    read_telemetry(top, cfg);
+    read_dataplane(top, cfg);
+  }  // top's destructor reports unknown sections
+  if (errs.empty()) {
+    // Defaults that depend on other sections: a peer's UDP port is the transport's, and a peer
+    // without paths is reached directly out of the first port.
+    for (auto& peer : cfg.peers) {
+      if (peer.udp_port == 0) peer.udp_port = cfg.transport.udp_port;
+      if (peer.paths.empty() && !cfg.ports.empty()) peer.paths.push_back(PathConfig{0, cfg.ports[0].name, {}, {}});
+    }
+    validate(cfg, errs);
+  }
+  result.errors = errs.list();
+  if (result.errors.empty()) result.config = std::move(cfg);
+  return result;
+}
+
+LoadResult load_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    LoadResult r;
+    ConfigError e;
+    e.file = path;
+    e.expected = "a readable config file";
+    e.found = "none (cannot open)";
+    r.errors.push_back(e);
+    return r;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return load_config_text(ss.str(), path);
+}
+
+}  // namespace sg::config

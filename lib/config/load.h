@@ -1,0 +1,27 @@
+// Loading a gateway config: YAML text -> GatewayConfig, strictly. Every problem found is
+// reported (not just the first), one ConfigError each, with file, line:column and key path.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "config/errors.h"
+
+namespace sg::config {
+
+struct LoadResult {
+  std::optional<GatewayConfig> config;  // set only when errors is empty
+  std::vector<ConfigError> errors;
+};
+
+// `source` names the text in messages (a file path, or "<string>").
+LoadResult load_config_text(const std::string& text, const std::string& source);
+LoadResult load_config_file(const std::string& path);
+
+// Checks across sections (unknown peers and ports, duplicate ids, MTU vs chunk size...).
+// Called by the loaders; exposed for configs built in code.
+void validate(const GatewayConfig& cfg, ErrorList& errors);
+
+}  // namespace sg::config

@@ -1,0 +1,84 @@
+// Checks that need more than one key: references between sections, uniqueness, sizes that
+// must fit each other. Runs after every key read cleanly.
+#include <set>
+
+#include "config/load.h"
+
+namespace sg::config {
+namespace {
+
+// Ethernet + optional VLAN + IPv4 + UDP + LTP DATA header + AEAD tag: what a chunk must leave
+// room for inside the MTU. The LTP header is at most 64 bytes; the tag 16.
+constexpr uint32_t kIpUdpBytes = 20 + 8;
+constexpr uint32_t kLtpDataHeaderMax = 64;
+constexpr uint32_t kAuthTagBytes = 16;
+
+}  // namespace
+
+void validate(const GatewayConfig& cfg, ErrorList& errs) {
+  if (cfg.ports.empty()) errs.add_at("ports", "at least one port", "an empty list");
+
+  std::set<std::string> port_names;
+  const PortConfig* smallest = nullptr;
+  for (size_t i = 0; i < cfg.ports.size(); ++i) {
+    const auto& p = cfg.ports[i];
+    if (!port_names.insert(p.name).second)
+      errs.add_at("ports[" + std::to_string(i) + "].name", "a port name used once",
+                  "a second port named '" + p.name + "'");
+    if (!smallest || p.mtu < smallest->mtu) smallest = &p;
+  }
+  if (smallest) {
+    const uint32_t room = smallest->mtu - kIpUdpBytes - kLtpDataHeaderMax - kAuthTagBytes;
+    if (cfg.transport.chunk_bytes > room)
+      errs.add_at("transport.chunk_bytes",
+                  "at most " + std::to_string(room) + " so a chunk fits port '" + smallest->name + "' (mtu " +
+                      std::to_string(smallest->mtu) + ")",
+                  std::to_string(cfg.transport.chunk_bytes));
+  }
+  if (cfg.transport.chunk_bytes % 4 != 0)
+    errs.add_at("transport.chunk_bytes", "a multiple of 4 (whole float32 values)",
+                std::to_string(cfg.transport.chunk_bytes));
+
+  std::set<uint16_t> peer_ids;
+  std::set<uint32_t> peer_addrs;
+  for (size_t i = 0; i < cfg.peers.size(); ++i) {
+    const auto& peer = cfg.peers[i];
+    const std::string path = "peers[" + std::to_string(i) + "]";
+    if (peer.id == cfg.site.id)
+      errs.add_at(path + ".id", "a site id other than this site's own (" + std::to_string(cfg.site.id) + ")",
+                  std::to_string(peer.id));
+    else if (!peer_ids.insert(peer.id).second)
+      errs.add_at(path + ".id", "a site id used once", "a second peer with id " + std::to_string(peer.id));
+    if (!peer_addrs.insert(peer.address.host_order).second)
+      errs.add_at(path + ".address", "an address used by one peer",
+                  "a second peer at " + format_ipv4(peer.address));
+    for (const auto& port : cfg.ports)
+      if (port.ipv4 == peer.address)
+        errs.add_at(path + ".address", "a peer address, not one of ours",
+                    format_ipv4(peer.address) + " (port '" + port.name + "')");
+  }
+
+  for (size_t i = 0; i < cfg.peers.size(); ++i) {
+    const auto& peer = cfg.peers[i];
+    std::set<uint8_t> path_ids;
+    for (size_t j = 0; j < peer.paths.size(); ++j) {
+      const auto& pa = peer.paths[j];
+      const std::string path = "peers[" + std::to_string(i) + "].paths[" + std::to_string(j) + "]";
+      if (!path_ids.insert(pa.id).second)
+        errs.add_at(path + ".id", "a path id used once per peer", "a second path " + std::to_string(pa.id));
+      if (!cfg.find_port(pa.port)) {
+        std::string names;
+        for (const auto& p : cfg.ports) names += (names.empty() ? "" : ", ") + p.name;
+        errs.add_at(path + ".port", "the name of a configured port (" + names + ")", "'" + pa.port + "'");
+      }
+      if (pa.via) {
+        if (*pa.via == peer.id || *pa.via == cfg.site.id)
+          errs.add_at(path + ".via", "a third site to relay through", "site " + std::to_string(*pa.via));
+        else if (!cfg.find_peer(*pa.via))
+          errs.add_at(path + ".via", "the id of a configured peer", "unknown peer " + std::to_string(*pa.via));
+      }
+    }
+  }
+}
+
+}  // namespace sg::config

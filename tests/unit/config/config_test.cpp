@@ -1,0 +1,258 @@
+// Config loader: the shipped examples load, and each kind of bad input is rejected with a
+// message that names the place, the key, what was expected and what was found.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config/load.h"
+
+namespace sg::config {
+namespace {
+
+const char* kMinimal = R"(site:
+  id: 1
+  name: a
+ports:
+  - name: p0
+    vdev: net_ring0
+    ipv4: 10.0.0.1
+peers:
+  - id: 2
+    name: b
+    address: 10.0.0.2
+)";
+
+std::string all_errors(const LoadResult& r) {
+  std::string s;
+  for (const auto& e : r.errors) s += e.to_string() + "\n";
+  return s;
+}
+
+// Loads text that must fail and returns the single error it must produce.
+ConfigError one_error(const std::string& text) {
+  LoadResult r = load_config_text(text, "t.yaml");
+  EXPECT_FALSE(r.config.has_value());
+  EXPECT_EQ(r.errors.size(), 1u) << all_errors(r);
+  return r.errors.empty() ? ConfigError{} : r.errors.front();
+}
+
+TEST(ConfigExamples, EveryShippedExampleLoads) {
+  for (const char* f : {"config/testbed/site-a.yaml", "config/testbed/site-b.yaml", "config/testbed/site-c.yaml",
+                        "config/examples/mlx5-deployment.yaml", "config/examples/single-ring.yaml"}) {
+    LoadResult r = load_config_file(std::string(SG_SOURCE_ROOT) + "/" + f);
+    EXPECT_TRUE(r.config.has_value()) << f << "\n" << all_errors(r);
+  }
+}
+
+TEST(ConfigExamples, DeploymentValuesAreRead) {
+  LoadResult r = load_config_file(std::string(SG_SOURCE_ROOT) + "/config/examples/mlx5-deployment.yaml");
+  ASSERT_TRUE(r.config) << all_errors(r);
+  const GatewayConfig& c = *r.config;
+  EXPECT_EQ(c.site.id, 11);
+  ASSERT_EQ(c.ports.size(), 1u);
+  EXPECT_EQ(c.ports[0].pci, "0000:3b:00.0");
+  EXPECT_EQ(c.ports[0].device_string(), "0000:3b:00.0,txq_inline_max=128,mprq_en=1");
+  EXPECT_EQ(c.ports[0].rx_queues, 4);
+  EXPECT_EQ(c.ports[0].vlan.value_or(0), 210);
+  EXPECT_EQ(format_ipv4(*c.ports[0].gateway), "198.51.100.1");
+  ASSERT_EQ(c.peers.size(), 3u);
+  EXPECT_EQ(c.peers[1].paths[1].via.value_or(0), 12);
+  EXPECT_EQ(c.peers[0].paths[1].udp_src_port.value_or(0), 41001);
+  // A peer without paths gets one direct path on the first port; its UDP port defaults.
+  ASSERT_EQ(c.peers[2].paths.size(), 1u);
+  EXPECT_EQ(c.peers[2].paths[0].port, "wan0");
+  EXPECT_EQ(c.peers[2].udp_port, 7400);
+  EXPECT_EQ(c.transport.chunk_bytes, 8192u);
+  EXPECT_DOUBLE_EQ(c.transport.early_close.min_fraction, 0.98);
+  EXPECT_EQ(c.compression.codec, CodecId::kTopK);
+  EXPECT_EQ(c.compression.mode, CompressionMode::kAdaptive);
+  EXPECT_EQ(c.topology.shards, 8);
+  EXPECT_EQ(c.dataplane.burst, 64);
+}
+
+TEST(ConfigExamples, MinimalGetsDefaults) {
+  LoadResult r = load_config_text(kMinimal, "m.yaml");
+  ASSERT_TRUE(r.config) << all_errors(r);
+  EXPECT_EQ(r.config->transport.udp_port, 7400);
+  EXPECT_EQ(r.config->ports[0].rx_queues, 1);
+  EXPECT_TRUE(r.config->transport.early_close.enabled);
+  EXPECT_EQ(r.config->topology.planner, Planner::kFapt);
+}
+
+TEST(ConfigErrors, UnknownKeyIsNamedWithPosition) {
+  std::string t = kMinimal;
+  t += "transport:\n  chunk_byte: 1024\n";  // misspelt chunk_bytes
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.line, 13);
+  EXPECT_EQ(e.column, 3);
+  EXPECT_EQ(e.key_path, "transport.chunk_byte");
+  EXPECT_NE(e.found.find("unknown key 'chunk_byte'"), std::string::npos);
+  EXPECT_NE(e.expected.find("chunk_bytes"), std::string::npos) << "the message lists the keys that exist";
+  EXPECT_EQ(e.to_string().rfind("t.yaml:13:3: transport.chunk_byte: expected one of the keys {", 0), 0u) << e.to_string();
+}
+
+TEST(ConfigErrors, UnknownSectionIsAnError) {
+  std::string t = kMinimal;
+  t += "telemtry:\n  enabled: true\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "telemtry");
+  EXPECT_EQ(e.line, 12);
+}
+
+TEST(ConfigErrors, DuplicateKeyIsAnError) {
+  std::string t = kMinimal;
+  t += "transport:\n  udp_port: 7400\n  udp_port: 7500\n";
+  LoadResult r = load_config_text(t, "t.yaml");
+  ASSERT_FALSE(r.config);
+  ASSERT_GE(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].key_path, "transport.udp_port");
+  EXPECT_EQ(r.errors[0].line, 14);
+  EXPECT_NE(r.errors[0].found.find("duplicate"), std::string::npos);
+}
+
+TEST(ConfigErrors, DuplicateKeyInsideListItem) {
+  std::string t = kMinimal;
+  t += "    name: c\n";  // second 'name' in peers[0]
+  LoadResult r = load_config_text(t, "t.yaml");
+  ASSERT_FALSE(r.config);
+  ASSERT_GE(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].key_path, "peers[0].name");
+}
+
+TEST(ConfigErrors, WrongTypeSaysWhatWasFound) {
+  std::string t = kMinimal;
+  t += "transport:\n  udp_port: seven\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "transport.udp_port");
+  EXPECT_EQ(e.expected, "an integer in [1, 65535]");
+  EXPECT_EQ(e.found, "'seven'");
+  EXPECT_EQ(e.line, 13);
+  EXPECT_EQ(e.column, 13);
+}
+
+TEST(ConfigErrors, MappingWhereScalarExpected) {
+  std::string t = kMinimal;
+  t += "transport:\n  udp_port: {a: 1}\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.found, "a mapping");
+}
+
+TEST(ConfigErrors, OutOfRange) {
+  std::string t = kMinimal;
+  t += "transport:\n  max_loss_fraction: 0.9\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "transport.max_loss_fraction");
+  EXPECT_EQ(e.found, "0.9");
+  EXPECT_NE(e.expected.find("[0, 0.5]"), std::string::npos);
+}
+
+TEST(ConfigErrors, BadEnumListsChoices) {
+  std::string t = kMinimal;
+  t += "topology:\n  planner: mst\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.expected, "one of fapt, star, ring, blind_tree");
+  EXPECT_EQ(e.found, "'mst'");
+}
+
+TEST(ConfigErrors, BooleansMustBeTrueOrFalse) {
+  std::string t = kMinimal;
+  t += "topology:\n  multipath: yes\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.expected, "true or false");
+}
+
+TEST(ConfigErrors, BadAddresses) {
+  std::string t = std::string(kMinimal);
+  t.replace(t.find("10.0.0.2"), 8, "10.0.0.256");
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "peers[0].address");
+  EXPECT_EQ(e.found, "'10.0.0.256'");
+  for (const char* bad : {"010.0.0.2", "10.0.0", "10.0.0.2.1", "10.0.0.2 ", "a.b.c.d"}) {
+    EXPECT_FALSE(parse_ipv4(bad)) << bad;
+  }
+  EXPECT_FALSE(parse_mac("02:00:00:00:00"));
+  EXPECT_FALSE(parse_mac("02-00-00-00-00-01"));
+  EXPECT_TRUE(parse_mac("02:aB:00:00:00:01"));
+}
+
+TEST(ConfigErrors, UnknownPeerInVia) {
+  std::string t = kMinimal;
+  t += "    paths:\n      - {id: 0, port: p0, via: 9}\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "peers[0].paths[0].via");
+  EXPECT_EQ(e.found, "unknown peer 9");
+  EXPECT_EQ(e.line, 13);
+}
+
+TEST(ConfigErrors, UnknownPortInPath) {
+  std::string t = kMinimal;
+  t += "    paths:\n      - {id: 0, port: wan9}\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "peers[0].paths[0].port");
+  EXPECT_EQ(e.found, "'wan9'");
+  EXPECT_NE(e.expected.find("p0"), std::string::npos);
+}
+
+TEST(ConfigErrors, DuplicateSiteIds) {
+  std::string t = kMinimal;
+  t += "  - id: 2\n    name: c\n    address: 10.0.0.3\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "peers[1].id");
+  EXPECT_NE(e.found.find("second peer with id 2"), std::string::npos);
+}
+
+TEST(ConfigErrors, PeerWithOwnSiteId) {
+  std::string t = kMinimal;
+  t.replace(t.find("  - id: 2"), 9, "  - id: 1");
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "peers[0].id");
+}
+
+TEST(ConfigErrors, ChunkMustFitMtu) {
+  std::string t = kMinimal;
+  t += "transport:\n  chunk_bytes: 8192\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "transport.chunk_bytes");
+  EXPECT_NE(e.expected.find("mtu 1500"), std::string::npos);
+  EXPECT_EQ(e.line, 13);
+}
+
+TEST(ConfigErrors, PortNeedsExactlyOneDevice) {
+  std::string t = kMinimal;
+  t.replace(t.find("    vdev: net_ring0\n"), 20, "");
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "ports[0]");
+  EXPECT_EQ(e.found, "neither");
+}
+
+TEST(ConfigErrors, MissingRequiredSection) {
+  ConfigError e = one_error("ports:\n  - {name: p, vdev: net_ring0, ipv4: 10.0.0.1}\n");
+  EXPECT_EQ(e.key_path, "site");
+}
+
+TEST(ConfigErrors, SyntaxErrorHasPosition) {
+  ConfigError e = one_error("site:\n  id: [1, 2\n");
+  EXPECT_GT(e.line, 0);
+  EXPECT_EQ(e.expected, "well-formed YAML");
+}
+
+TEST(ConfigErrors, NotAMappingAtTop) {
+  ConfigError e = one_error("- 1\n- 2\n");
+  EXPECT_EQ(e.found, "a list");
+}
+
+TEST(ConfigErrors, EveryProblemIsReportedNotJustTheFirst) {
+  std::string t = kMinimal;
+  t += "transport:\n  udp_port: 0\n  chunk_bytes: x\ntopology:\n  shards: 0\n";
+  LoadResult r = load_config_text(t, "t.yaml");
+  EXPECT_EQ(r.errors.size(), 3u) << all_errors(r);
+}
+
+TEST(ConfigErrors, MissingFileIsClear) {
+  LoadResult r = load_config_file("/nonexistent/stormgate.yaml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].to_string(), "/nonexistent/stormgate.yaml: expected a readable config file, found none (cannot open)");
+}
+
+}  // namespace
+}  // namespace sg::config
