@@ -1,0 +1,123 @@
+#include "compress/encoder.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "compress/codec_kernels.h"
+
+namespace sg::compress {
+namespace {
+
+// Top-k keys: |x| as integer bits orders like |x| (NaN above inf, so a NaN is sent, not hidden).
+inline uint32_t abs_key(float x) { return std::bit_cast<uint32_t>(x) & 0x7fffffffu; }
+constexpr int kHistShift = 21;  // 31-bit keys -> 1024 buckets (exponent + 2 mantissa bits)
+constexpr size_t kHistBuckets = size_t{1} << (31 - kHistShift);
+
+void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void store_f32(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
+
+}  // namespace
+
+Encoder::Encoder(size_t max_elems, agg::Isa isa)
+    : max_elems_(max_elems), isa_(isa), x_(max_elems), keys_(max_elems), hist_(kHistBuckets) {
+  if (!agg::isa_supported(isa)) throw std::invalid_argument("Encoder: ISA not supported by this CPU");
+}
+
+EncodeResult Encoder::encode(CodecId codec, std::span<const float> grad, std::span<uint8_t> out,
+                             std::span<float> residual, float topk_ratio) {
+  const size_t n = grad.size();
+  if (!residual.empty() && residual.size() != n) return {CodecError::kLengthMismatch, 0};
+  float* r = residual.empty() ? nullptr : residual.data();
+  const CodecKernels& k = codec_kernels(isa_);
+  switch (codec) {
+    case CodecId::kF32: {
+      if (out.size() < 4 * n) return {CodecError::kOutputTooSmall, 0};
+      if (r) {
+        for (size_t i = 0; i < n; ++i) {
+          const float x = grad[i] + r[i];
+          store_f32(out.data() + 4 * i, x);
+          r[i] = 0.0f;
+        }
+      } else if (n) {
+        std::memcpy(out.data(), grad.data(), 4 * n);
+      }
+      return {CodecError::kOk, 4 * n};
+    }
+    case CodecId::kF16:
+    case CodecId::kBf16:
+      if (out.size() < 2 * n) return {CodecError::kOutputTooSmall, 0};
+      (codec == CodecId::kF16 ? k.f16_encode : k.bf16_encode)(grad.data(), r, out.data(), n);
+      return {CodecError::kOk, 2 * n};
+    case CodecId::kInt8: {
+      if (out.size() < kInt8HeaderBytes + n) return {CodecError::kOutputTooSmall, 0};
+      const float m = k.max_abs(grad.data(), r, n);
+      const float scale = m / 127.0f;
+      if (!std::isfinite(m) || !std::isfinite(scale)) return {CodecError::kNonFiniteInput, 0};
+      // All zero: scale 0 and every q 0 (inv 0 avoids 0 * inf).
+      const float inv = m > 0.0f ? 127.0f / m : 0.0f;
+      store_f32(out.data(), scale);
+      k.int8_encode(grad.data(), r, out.data() + kInt8HeaderBytes, n, inv, scale);
+      return {CodecError::kOk, kInt8HeaderBytes + n};
+    }
+    case CodecId::kTopK: return encode_topk(grad, out, residual, topk_ratio);
+  }
+  return {CodecError::kUnknownCodec, 0};
+}
+
+// Selects the k largest |x| exactly: a histogram over the key's high bits finds the bucket
+// holding the k-th largest, nth_element over that bucket alone finds the threshold key, and
+// one pass in index order emits keys above it plus the first ties (deterministic output,
+// indices increasing as the format requires).
+EncodeResult Encoder::encode_topk(std::span<const float> grad, std::span<uint8_t> out, std::span<float> residual,
+                                  float ratio) {
+  const size_t n = grad.size();
+  if (!(ratio > 0.0f && ratio <= 1.0f)) return {CodecError::kBadRatio, 0};
+  if (n > max_elems_ || n > UINT32_MAX) return {CodecError::kLengthMismatch, 0};
+  const size_t k = topk_count(n, ratio);
+  const size_t bytes = encoded_size(CodecId::kTopK, n, k);
+  if (out.size() < bytes) return {CodecError::kOutputTooSmall, 0};
+
+  float* x = residual.empty() ? x_.data() : residual.data();
+  for (size_t i = 0; i < n; ++i) x[i] = grad[i] + (residual.empty() ? 0.0f : residual[i]);
+
+  uint32_t thr = 0;
+  size_t above = 0;  // keys strictly greater than thr
+  if (k > 0) {
+    std::fill(hist_.begin(), hist_.end(), 0u);
+    for (size_t i = 0; i < n; ++i) ++hist_[abs_key(x[i]) >> kHistShift];
+    size_t b = kHistBuckets;
+    while (b > 0 && above + hist_[b - 1] < k) above += hist_[--b];
+    const uint32_t bucket = static_cast<uint32_t>(b - 1);  // k <= n: some bucket reaches k
+    size_t m = 0;
+    for (size_t i = 0; i < n; ++i)
+      if ((abs_key(x[i]) >> kHistShift) == bucket) keys_[m++] = abs_key(x[i]);
+    const size_t need = k - above;  // take the `need` largest keys of this bucket
+    std::nth_element(keys_.begin(), keys_.begin() + static_cast<std::ptrdiff_t>(m - need),
+                     keys_.begin() + static_cast<std::ptrdiff_t>(m));
+    thr = keys_[m - need];
+    for (size_t i = 0; i < m; ++i) above += keys_[i] > thr;
+  }
+
+  uint8_t* p = out.data();
+  store_u32(p, static_cast<uint32_t>(n));
+  store_u32(p + 4, static_cast<uint32_t>(k));
+  uint8_t* idx = p + kTopKHeaderBytes;
+  uint8_t* val = idx + 4 * k;
+  size_t ties = k - above, e = 0;
+  for (size_t i = 0; i < n && e < k; ++i) {
+    const uint32_t key = abs_key(x[i]);
+    if (key > thr || (key == thr && ties > 0)) {
+      if (key == thr) --ties;
+      store_u32(idx + 4 * e, static_cast<uint32_t>(i));
+      store_f32(val + 4 * e, x[i]);
+      ++e;
+      x[i] = 0.0f;  // sent exactly: nothing of it stays in the residual
+    }
+  }
+  return {CodecError::kOk, bytes};
+}
+
+}  // namespace sg::compress
