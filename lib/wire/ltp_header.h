@@ -1,0 +1,138 @@
+// LTP wire format: packed big-endian headers carried as the UDP payload. Every field is
+// uint8_t or sg::beNN (alignment 1), so structs have no padding by construction; sizes and
+// alignment are asserted (gcc ignores [[gnu::packed]] on non-POD members, so we do not rely on it).
+//
+// Every message starts with LtpCommon. magic, version and type sit at fixed offsets in
+// every version, so a receiver can always answer a version it does not speak with REJECT.
+// Layout changes bump kLtpVersion; new fields go in reserved bytes or a new version.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/endian.h"
+
+namespace sg::wire {
+
+inline constexpr uint16_t kLtpMagic = 0x4c54;  // "LT"
+inline constexpr uint8_t kLtpVersion = 1;      // what we send
+inline constexpr uint8_t kLtpMinVersion = 1;   // what we accept
+inline constexpr uint8_t kLtpMaxVersion = 1;
+
+enum class MsgType : uint8_t {
+  kData = 1,     // one chunk of a transfer
+  kAck = 2,      // receiver -> sender: cumulative point + selective bitmap
+  kClose = 3,    // receiver -> sender: transfer ended, which chunks were kept
+  kControl = 4,  // reliable small control-plane message (or a pure ack of one)
+  kReject = 5,   // "I do not speak your version" (or other refusal)
+};
+
+// Flag bits (LtpCommon::flags).
+inline constexpr uint8_t kFlagRetransmit = 0x01;  // DATA: not the first transmission of this chunk
+inline constexpr uint8_t kFlagAuthTag = 0x02;     // a kAuthTagLen AEAD tag follows the payload
+inline constexpr uint8_t kFlagMore = 0x04;        // CLOSE: more bitmap parts follow
+inline constexpr uint8_t kKnownFlags = kFlagRetransmit | kFlagAuthTag | kFlagMore;
+
+// AEAD tag (e.g. AES-GCM) after the payload; the header is the associated data. Space is
+// reserved and length-checked now; computing it is a later issue.
+inline constexpr size_t kAuthTagLen = 16;
+
+struct LtpCommon {
+  be16 magic;
+  uint8_t version;
+  uint8_t type;   // MsgType
+  uint8_t flags;
+  uint8_t reserved;
+  be16 src_node;  // sending gateway id (keys transfers independent of IP addresses)
+  be32 job;
+};
+static_assert(sizeof(LtpCommon) == 12 && alignof(LtpCommon) == 1);
+
+struct DataHeader {
+  LtpCommon common;
+  be32 round;
+  be32 policy_version;
+  be16 shard;
+  be16 path_id;       // which path (direct or via a relay site) this copy took
+  be32 chunk_index;   // < chunk_count
+  be32 chunk_count;   // chunks in this transfer (same in every DATA of it)
+  be16 contributors;  // sites whose gradients are summed into this chunk (>= 1)
+  uint8_t codec;      // sg::CodecId
+  uint8_t reserved;
+  be16 payload_len;   // bytes after this header, before the optional tag
+  be16 reserved2;
+  be64 send_ts;       // sender clock, ns
+  be64 echo_ts;       // latest ACK ack_ts seen from this receiver (0 = none): receiver RTT
+};
+static_assert(sizeof(DataHeader) == 56 && alignof(DataHeader) == 1);
+// 1400 B payload + header + tag fit a 1500 B IP MTU: 20 + 8 + 56 + 1400 + 16 = 1500.
+static_assert(20 + 8 + sizeof(DataHeader) + 1400 + kAuthTagLen == 1500);
+
+struct AckHeader {
+  LtpCommon common;
+  be32 round;
+  be32 policy_version;
+  be16 shard;
+  be16 path_id;   // path of the DATA that triggered this ACK
+  be32 cum_ack;   // every chunk index < cum_ack has arrived
+  be32 received;  // distinct chunks held so far
+  be64 ack_ts;    // receiver clock when sent; the sender echoes it in DATA::echo_ts
+  be64 echo_ts;   // send_ts of the DATA that triggered this ACK: sender RTT
+  be32 sack_base; // chunk index of bit 0 of sack[]
+  uint8_t sack[64];  // bit i (LSB first in byte i/8) = chunk sack_base + i has arrived
+};
+inline constexpr uint32_t kAckSackBits = 8 * sizeof(AckHeader::sack);
+static_assert(sizeof(AckHeader) == 116 && alignof(AckHeader) == 1);
+static_assert(kAckSackBits == 512);
+
+enum class CloseReason : uint8_t {
+  kComplete = 0,    // every chunk arrived
+  kEarlyClose = 1,  // enough arrived and progress stalled; the rest were filled
+  kSuperseded = 2,  // the receiver moved on to a later round; the rest were filled
+  kAbandoned = 3,   // nothing arrived for too long; the rest were filled
+  kStale = 4,       // the DATA was for a round/policy the receiver no longer accepts
+  kRefused = 5,     // no room for a new transfer, or the transfer is too large
+};
+inline constexpr uint8_t kCloseReasonCount = 6;
+
+struct CloseHeader {
+  LtpCommon common;
+  be32 round;
+  be32 policy_version;
+  be16 shard;
+  uint8_t reason;     // CloseReason
+  uint8_t fill_rule;  // how missing chunks were filled (ltp::FillRule)
+  be32 chunk_count;
+  be32 kept_count;    // chunks that arrived (the rest are bubbles)
+  be32 bitmap_base;   // chunk index of the first bit below; multiple of 8
+  be16 bitmap_bytes;  // kept-bitmap bytes following this header (0 = no bitmap)
+  be16 reserved;
+};
+static_assert(sizeof(CloseHeader) == 40 && alignof(CloseHeader) == 1);
+// One part covers 8192 chunks; longer transfers send several parts, kFlagMore on all but the last.
+inline constexpr size_t kCloseMaxBitmapBytes = 1024;
+
+struct ControlHeader {
+  LtpCommon common;
+  be16 channel;      // lets several control conversations share a peer
+  be16 payload_len;  // opaque bytes after the header
+  be32 seq;          // 1.. for a message; 0 = pure ack (no payload)
+  be32 ack;          // every peer seq < ack was delivered
+  be32 reserved;
+  be64 send_ts;
+};
+static_assert(sizeof(ControlHeader) == 36 && alignof(ControlHeader) == 1);
+inline constexpr size_t kControlMaxPayload = 1200;
+
+enum class RejectReason : uint8_t { kVersion = 1, kType = 2 };
+
+struct RejectHeader {
+  LtpCommon common;  // version = our kLtpVersion
+  uint8_t reason;    // RejectReason
+  uint8_t min_version;
+  uint8_t max_version;
+  uint8_t offending_version;
+};
+static_assert(sizeof(RejectHeader) == 16 && alignof(RejectHeader) == 1);
+
+}  // namespace sg::wire
