@@ -1,0 +1,172 @@
+#include "control/gateway.h"
+
+#include <rte_launch.h>
+#include <rte_lcore.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "control/telemetry.h"
+#include "dataplane/log.h"
+
+namespace sg::ctl {
+
+Gateway::~Gateway() {
+  if (running_) stop();
+}
+
+bool Gateway::start() {
+  unsigned workers = 1;
+  for (const auto& p : cfg_.ports) workers = std::max<unsigned>(workers, p.rx_queues);
+  const unsigned lcores = rte_lcore_count();
+  if (lcores < workers + 1) {
+    std::fprintf(stderr,
+                 "stormgate: %s needs %u worker lcores plus the main lcore (one per RX queue), the EAL has %u: "
+                 "pass e.g. -l 0-%u\n",
+                 cfg_.source.c_str(), workers, lcores, workers);
+    return false;
+  }
+  const uint32_t n = dp::mbufs_needed(cfg_, workers);
+  pool_ = dp::create_pool("sg_pool", n, cfg_.dataplane.mbuf_cache, RTE_MBUF_DEFAULT_BUF_SIZE);
+  if (!pool_) return false;
+  if (!dp::setup_ports(cfg_, workers, pool_, ports_)) return false;
+  routes_ = dp::build_routes(cfg_, ports_, nbrs_);
+
+  dp::EngineParams ep;
+  ep.burst = cfg_.dataplane.burst;
+  ep.tx_drain_us = cfg_.dataplane.tx_drain_us;
+  ep.idle_sleep_max_us = cfg_.dataplane.idle_sleep_max_us;
+  dp::PushParams push = push_;
+  push.rate_mbit = push_.rate_mbit / workers;  // the rate is the gateway's, split over engines
+  push.chunk_bytes = cfg_.transport.chunk_bytes;
+  for (unsigned w = 0; w < workers; ++w) {
+    ep.queue = static_cast<uint16_t>(w);
+    handlers_.push_back(std::make_unique<dp::GatewayHandler>(cfg_, ports_, nbrs_, routes_, w == 0, push));
+    engines_.push_back(std::make_unique<dp::Engine>(ports_, pool_, *handlers_.back(), ep));
+  }
+  launch_.resize(workers);
+  engines_stop_.store(false);
+  unsigned w = 0;
+  unsigned lcore;
+  RTE_LCORE_FOREACH_WORKER(lcore) {
+    if (w == workers) break;
+    launch_[w] = dp::Engine::LaunchArgs{engines_[w].get(), &engines_stop_};
+    if (rte_eal_remote_launch(dp::Engine::launch, &launch_[w], lcore) != 0) {
+      std::fprintf(stderr, "stormgate: cannot launch engine %u on lcore %u\n", w, lcore);
+      engines_stop_.store(true);
+      rte_eal_mp_wait_lcore();
+      return false;
+    }
+    SG_LOG(INFO, control, "engine %u on lcore %u owns queue %u of %zu ports\n", w, lcore, w, ports_.size());
+    ++w;
+  }
+  running_ = true;
+  telemetry_attach(this);
+  return true;
+}
+
+Totals Gateway::totals() const {
+  Totals t;
+  for (const auto& e : engines_) {
+    const auto& c = e->counters();
+    t.rx_packets += c.rx_packets.get();
+    t.rx_bytes += c.rx_bytes.get();
+    t.tx_packets += c.tx_packets.get();
+    t.tx_bytes += c.tx_bytes.get();
+    t.tx_dropped += c.tx_dropped.get();
+    t.idle_sleeps += c.idle_sleeps.get();
+    for (size_t i = 0; i < static_cast<size_t>(dp::Drop::kCount); ++i) {
+      t.drop_by_reason[i] += c.drops[i].get();
+      t.drops += c.drops[i].get();
+    }
+  }
+  for (const auto& h : handlers_) {
+    const auto& l = h->ltp();
+    t.data_rx += l.data_rx.get();
+    t.data_rx_bytes += l.data_rx_bytes.get();
+    t.data_tx += l.data_tx.get();
+    t.data_tx_bytes += l.data_tx_bytes.get();
+    t.arp_answered += l.arp_requests_answered.get();
+    t.arp_learned += l.arp_learned.get();
+    t.no_mbuf += l.no_mbuf.get();
+    t.bad_version += l.bad_version.get();
+  }
+  return t;
+}
+
+uint64_t Gateway::data_rx_from_peer(size_t peer_index) const {
+  uint64_t s = 0;
+  for (const auto& h : handlers_)
+    if (peer_index < h->ltp().data_rx_from_site.size()) s += h->ltp().data_rx_from_site[peer_index].get();
+  return s;
+}
+
+void Gateway::print_line(const Totals& now, const Totals& before, double seconds) const {
+  const double rx_pps = (now.rx_packets - before.rx_packets) / seconds;
+  const double tx_pps = (now.tx_packets - before.tx_packets) / seconds;
+  const double rx_gbit = 8.0 * (now.rx_bytes - before.rx_bytes) / seconds / 1e9;
+  const double tx_gbit = 8.0 * (now.tx_bytes - before.tx_bytes) / seconds / 1e9;
+  std::printf("[%s] rx %8.0f pps %6.3f Gbit/s | tx %8.0f pps %6.3f Gbit/s | chunks in %llu out %llu | drops %llu\n",
+              cfg_.site.name.c_str(), rx_pps, rx_gbit, tx_pps, tx_gbit,
+              static_cast<unsigned long long>(now.data_rx), static_cast<unsigned long long>(now.data_tx),
+              static_cast<unsigned long long>(now.drops + now.tx_dropped));
+  std::fflush(stdout);
+}
+
+void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  auto last_print = t0;
+  Totals before = totals();
+  const auto tick = std::chrono::milliseconds(std::max<uint32_t>(1, std::min<uint32_t>(cfg_.control.interval_ms, 100)));
+  while (!stop.load(std::memory_order_relaxed)) {
+    std::this_thread::sleep_for(tick);
+    const auto now = clock::now();
+    const double elapsed = std::chrono::duration<double>(now - t0).count();
+    if (cfg_.telemetry.stats_interval_ms &&
+        now - last_print >= std::chrono::milliseconds(cfg_.telemetry.stats_interval_ms)) {
+      const Totals t = totals();
+      print_line(t, before, std::chrono::duration<double>(now - last_print).count());
+      before = t;
+      last_print = now;
+    }
+    if (duration_s > 0 && elapsed >= duration_s) break;
+  }
+}
+
+bool Gateway::stop() {
+  if (!running_) return true;
+  telemetry_attach(nullptr);
+  engines_stop_.store(true);
+  rte_eal_mp_wait_lcore();
+  running_ = false;
+  dp::drain_rx(ports_);
+  const Totals t = totals();
+  std::printf("[%s] final: rx %llu pkts (%llu B), tx %llu pkts (%llu B), tx refused %llu, LTP DATA in %llu out %llu, "
+              "ARP answered %llu learned %llu, idle sleeps %llu\n",
+              cfg_.site.name.c_str(), (unsigned long long)t.rx_packets, (unsigned long long)t.rx_bytes,
+              (unsigned long long)t.tx_packets, (unsigned long long)t.tx_bytes, (unsigned long long)t.tx_dropped,
+              (unsigned long long)t.data_rx, (unsigned long long)t.data_tx, (unsigned long long)t.arp_answered,
+              (unsigned long long)t.arp_learned, (unsigned long long)t.idle_sleeps);
+  std::string drops;
+  for (size_t i = 0; i < static_cast<size_t>(dp::Drop::kCount); ++i)
+    if (t.drop_by_reason[i])
+      drops += std::string(" ") + dp::drop_reason_name(static_cast<dp::Drop>(i)) + "=" + std::to_string(t.drop_by_reason[i]);
+  std::printf("[%s] drops:%s\n", cfg_.site.name.c_str(), drops.empty() ? " none" : drops.c_str());
+  engines_.clear();
+  handlers_.clear();
+  dp::teardown_ports(ports_);
+  bool full = true;
+  if (pool_) {
+    full = dp::pool_full(pool_);
+    std::printf("[%s] mbuf pool: %u of %u back%s\n", cfg_.site.name.c_str(), rte_mempool_avail_count(pool_),
+                pool_->size, full ? "" : "  <-- LEAK");
+    rte_mempool_free(pool_);
+    pool_ = nullptr;
+  }
+  std::fflush(stdout);
+  return full;
+}
+
+}  // namespace sg::ctl

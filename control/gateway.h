@@ -1,0 +1,63 @@
+// The gateway process's assembly: pool, ports, one engine per worker lcore, the control loop
+// on the main lcore. main.cpp parses arguments and drives start() / run_control() / stop().
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "dataplane/engine.h"
+#include "dataplane/gateway_handler.h"
+#include "dataplane/neighbours.h"
+#include "dataplane/ports.h"
+
+namespace sg::ctl {
+
+struct Totals {
+  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, tx_dropped = 0, drops = 0, idle_sleeps = 0;
+  uint64_t data_rx = 0, data_rx_bytes = 0, data_tx = 0, data_tx_bytes = 0, arp_answered = 0, arp_learned = 0;
+  uint64_t no_mbuf = 0, bad_version = 0;
+  uint64_t drop_by_reason[static_cast<size_t>(dp::Drop::kCount)] = {};
+};
+
+class Gateway {
+ public:
+  Gateway(config::GatewayConfig cfg, dp::PushParams push) : cfg_(std::move(cfg)), push_(push) {}
+  ~Gateway();
+
+  // Creates the pool and ports and launches the engines. Prints the reason on failure.
+  bool start();
+  // Runs on the main lcore until `stop` is set or `duration_s` (0: forever) passes; prints a
+  // counter line every telemetry.stats_interval_ms.
+  void run_control(const std::atomic<bool>& stop, double duration_s);
+  // Stops the engines, returns every mbuf, prints the final counters, closes the ports.
+  // Returns false if the pool did not come back full (an mbuf leak).
+  bool stop();
+
+  Totals totals() const;
+  const config::GatewayConfig& config() const { return cfg_; }
+  const std::vector<dp::Port>& ports() const { return ports_; }
+  const dp::Neighbours& neighbours() const { return nbrs_; }
+  const std::vector<dp::PeerRoute>& routes() const { return routes_; }
+  uint64_t data_rx_from_peer(size_t peer_index) const;
+  unsigned workers() const { return static_cast<unsigned>(engines_.size()); }
+
+ private:
+  void print_line(const Totals& now, const Totals& before, double seconds) const;
+
+  config::GatewayConfig cfg_;
+  rte_mempool* pool_ = nullptr;
+  std::vector<dp::Port> ports_;
+  dp::PushParams push_;
+  dp::Neighbours nbrs_;
+  std::vector<dp::PeerRoute> routes_;
+  std::vector<std::unique_ptr<dp::GatewayHandler>> handlers_;
+  std::vector<std::unique_ptr<dp::Engine>> engines_;
+  std::vector<dp::Engine::LaunchArgs> launch_;
+  std::atomic<bool> engines_stop_{false};
+  bool running_ = false;
+};
+
+}  // namespace sg::ctl

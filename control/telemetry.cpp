@@ -1,0 +1,79 @@
+#include "control/telemetry.h"
+
+#include <rte_telemetry.h>
+
+#include <mutex>
+#include <string>
+
+#include "config/config.h"
+#include "control/gateway.h"
+
+namespace sg::ctl {
+namespace {
+
+std::mutex g_mu;  // telemetry thread vs. start/stop; never taken on the packet path
+const Gateway* g_gw = nullptr;
+
+int stats_cb(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard lk(g_mu);
+  rte_tel_data_start_dict(d);
+  if (!g_gw) return 0;
+  const Totals t = g_gw->totals();
+  rte_tel_data_add_dict_string(d, "site", g_gw->config().site.name.c_str());
+  rte_tel_data_add_dict_u64(d, "workers", g_gw->workers());
+  rte_tel_data_add_dict_u64(d, "rx_packets", t.rx_packets);
+  rte_tel_data_add_dict_u64(d, "rx_bytes", t.rx_bytes);
+  rte_tel_data_add_dict_u64(d, "tx_packets", t.tx_packets);
+  rte_tel_data_add_dict_u64(d, "tx_bytes", t.tx_bytes);
+  rte_tel_data_add_dict_u64(d, "tx_refused", t.tx_dropped);
+  rte_tel_data_add_dict_u64(d, "ltp_data_rx", t.data_rx);
+  rte_tel_data_add_dict_u64(d, "ltp_data_rx_bytes", t.data_rx_bytes);
+  rte_tel_data_add_dict_u64(d, "ltp_data_tx", t.data_tx);
+  rte_tel_data_add_dict_u64(d, "ltp_bad_version", t.bad_version);
+  rte_tel_data_add_dict_u64(d, "arp_answered", t.arp_answered);
+  rte_tel_data_add_dict_u64(d, "no_mbuf", t.no_mbuf);
+  rte_tel_data_add_dict_u64(d, "idle_sleeps", t.idle_sleeps);
+  for (size_t i = 0; i < static_cast<size_t>(dp::Drop::kCount); ++i)
+    rte_tel_data_add_dict_u64(d, (std::string("drop_") + dp::drop_reason_name(static_cast<dp::Drop>(i))).c_str(),
+                              t.drop_by_reason[i]);
+  return 0;
+}
+
+int links_cb(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard lk(g_mu);
+  rte_tel_data_start_dict(d);
+  if (!g_gw) return 0;
+  const auto& cfg = g_gw->config();
+  for (size_t i = 0; i < cfg.peers.size(); ++i) {
+    rte_tel_data* peer = rte_tel_data_alloc();
+    if (!peer) return -1;
+    rte_tel_data_start_dict(peer);
+    rte_tel_data_add_dict_string(peer, "address", config::format_ipv4(cfg.peers[i].address).c_str());
+    rte_tel_data_add_dict_u64(peer, "data_chunks_rx", g_gw->data_rx_from_peer(i));
+    for (const auto& r : g_gw->routes()) {
+      if (r.peer_id != cfg.peers[i].id) continue;
+      rte_ether_addr mac;
+      const bool ok = g_gw->neighbours().lookup(r.nh_slot, mac);
+      char buf[RTE_ETHER_ADDR_FMT_SIZE] = "unresolved";
+      if (ok) rte_ether_format_addr(buf, sizeof buf, &mac);
+      const std::string key = "path" + std::to_string(r.path_id) + "_" + g_gw->ports()[r.port_index].name;
+      rte_tel_data_add_dict_string(peer, key.c_str(), buf);
+    }
+    rte_tel_data_add_dict_container(d, cfg.peers[i].name.c_str(), peer, 0);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void telemetry_attach(const Gateway* gw) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    rte_telemetry_register_cmd("/stormgate/stats", stats_cb, "Packet, LTP and drop counters. No parameters");
+    rte_telemetry_register_cmd("/stormgate/links", links_cb, "Per peer: next hops and chunks received. No parameters");
+  });
+  std::lock_guard lk(g_mu);
+  g_gw = gw;
+}
+
+}  // namespace sg::ctl

@@ -1,0 +1,88 @@
+// The gateway's packet path on one engine: ARP (answer for our addresses, resolve next hops),
+// IPv4/UDP validation with every drop counted by reason, LTP message dispatch, and — until
+// training rounds drive it — a synthetic gradient push to every peer at a configured rate so
+// the demo and the tests have real LTP DATA crossing the links.
+//
+// Ownership: on_rx_st frees every mbuf it does not send (ARP replies reuse the request's mbuf
+// and are handed to tx_st). Packets it builds come from the engine's pool and go to tx_st.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "config/config.h"
+#include "dataplane/counters.h"
+#include "dataplane/engine.h"
+#include "dataplane/neighbours.h"
+
+namespace sg::dp {
+
+struct LtpCounters {
+  Counter data_rx, data_rx_bytes, ack_rx, close_rx, control_rx, reject_rx;
+  Counter bad_version;   // LTP version we do not speak (answered with REJECT)
+  Counter arp_requests_answered, arp_requests_sent, arp_learned;
+  Counter data_tx, data_tx_bytes;
+  Counter no_mbuf;       // pool empty when building a packet
+  std::array<Counter, 64> data_rx_from_site{};  // by peer index (first 64 peers)
+};
+
+// One route to a peer: a direct path out of a port towards a next hop.
+struct PeerRoute {
+  uint16_t peer_id = 0;
+  uint32_t peer_ipv4 = 0;
+  uint16_t peer_udp_port = 0;
+  uint16_t port_index = 0;
+  int nh_slot = -1;
+  uint16_t src_udp_port = 0;
+  uint8_t path_id = 0;
+};
+
+// Builds the routes (direct paths only; relayed paths come with the multipath work) and the
+// next-hop slots. Shared by every engine; built once at start-up.
+std::vector<PeerRoute> build_routes(const config::GatewayConfig& cfg, const std::vector<Port>& ports,
+                                    Neighbours& nbrs);
+
+struct PushParams {
+  double rate_mbit = 0;      // synthetic gradient push per engine, all peers together; 0: off
+  uint32_t chunk_bytes = 1400;
+  uint32_t chunks_per_round = 4096;
+};
+
+class GatewayHandler final : public PacketHandler {
+ public:
+  GatewayHandler(const config::GatewayConfig& cfg, const std::vector<Port>& ports, Neighbours& nbrs,
+                 const std::vector<PeerRoute>& routes, bool arp_owner, PushParams push);
+
+  void on_rx_st(EngineIo& io, uint16_t port_index, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc) override;
+  unsigned on_poll_st(EngineIo& io, uint64_t now_tsc) override;
+
+  const LtpCounters& ltp() const { return ltp_; }
+
+ private:
+  void handle_one_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, uint64_t now_tsc);
+  void handle_arp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t l3, uint64_t now_tsc);
+  void handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t off, size_t len, uint32_t src_ip,
+                     uint64_t now_tsc);
+  unsigned resolve_st(EngineIo& io, uint64_t now_tsc);
+  unsigned push_st(EngineIo& io, uint64_t now_tsc);
+  bool send_data_st(EngineIo& io, const PeerRoute& r, uint64_t now_tsc);
+  int peer_index(uint32_t ipv4) const;
+
+  const config::GatewayConfig& cfg_;
+  const std::vector<Port>& ports_;
+  Neighbours& nbrs_;
+  const std::vector<PeerRoute>& routes_;
+  bool arp_owner_;
+  PushParams push_;
+  LtpCounters ltp_;
+  uint64_t tsc_hz_;
+  uint64_t next_arp_tsc_ = 0;
+  uint64_t next_push_tsc_ = 0;
+  uint64_t push_interval_tsc_ = 0;
+  size_t next_route_ = 0;
+  uint32_t round_ = 1;
+  uint32_t chunk_ = 0;
+};
+
+}  // namespace sg::dp

@@ -1,0 +1,46 @@
+// Ports and mbuf pools from the config: probe each device, configure its queues, start it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <rte_ether.h>
+#include <rte_mempool.h>
+
+#include "config/config.h"
+
+namespace sg::dp {
+
+struct Port {
+  std::string name;    // config name ("to-b")
+  uint16_t id = 0;     // DPDK port id
+  uint16_t rx_queues = 0, tx_queues = 0;
+  rte_ether_addr mac{};
+  uint32_t ipv4 = 0;   // host order
+  uint8_t prefix_len = 24;
+  uint32_t gateway = 0;  // host order, 0: none
+  uint16_t vlan = 0;     // 0: untagged
+  bool tx_ip_cksum_offload = false;
+  bool tx_udp_cksum_offload = false;
+  bool rx_cksum_offload = false;
+};
+
+// How many mbufs the pool needs: every descriptor full, every lcore cache full, every engine's
+// TX buffers full, plus headroom for packets held by the transport. `override` (config) wins.
+uint32_t mbufs_needed(const config::GatewayConfig& cfg, unsigned workers);
+
+// Creates the pool (name must be unique per process). Prints the reason and returns null on failure.
+rte_mempool* create_pool(const std::string& name, uint32_t mbufs, uint16_t cache, uint16_t data_room);
+
+// True when every mbuf is back in the pool (in the ring or in per-lcore caches): the leak check.
+bool pool_full(const rte_mempool* pool);
+
+// Probes, configures and starts every port of the config with `workers` queue pairs each used
+// by at most one engine. Prints one line naming the port and the problem on failure.
+bool setup_ports(const config::GatewayConfig& cfg, unsigned workers, rte_mempool* pool, std::vector<Port>& out);
+
+// Stops and closes the ports (and removes probed virtual devices).
+void teardown_ports(std::vector<Port>& ports);
+
+}  // namespace sg::dp
