@@ -2,6 +2,7 @@
 
 #include <rte_telemetry.h>
 
+#include <cctype>
 #include <mutex>
 #include <string>
 
@@ -13,6 +14,13 @@ namespace {
 
 std::mutex g_mu;  // telemetry thread vs. start/stop; never taken on the packet path
 const Gateway* g_gw = nullptr;
+
+// Telemetry dict keys may hold only [A-Za-z0-9_/]; site and port names may not.
+std::string key_of(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '/') ch = '_';
+  return s;
+}
 
 int stats_cb(const char*, const char*, rte_tel_data* d) {
   std::lock_guard lk(g_mu);
@@ -44,22 +52,19 @@ int links_cb(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   if (!g_gw) return 0;
   const auto& cfg = g_gw->config();
+  // DPDK 22.11 nests only arrays in a dict, so peers are flattened: "PEER_key".
   for (size_t i = 0; i < cfg.peers.size(); ++i) {
-    rte_tel_data* peer = rte_tel_data_alloc();
-    if (!peer) return -1;
-    rte_tel_data_start_dict(peer);
-    rte_tel_data_add_dict_string(peer, "address", config::format_ipv4(cfg.peers[i].address).c_str());
-    rte_tel_data_add_dict_u64(peer, "data_chunks_rx", g_gw->data_rx_from_peer(i));
+    const std::string name = key_of(cfg.peers[i].name);
+    rte_tel_data_add_dict_string(d, (name + "_address").c_str(), config::format_ipv4(cfg.peers[i].address).c_str());
+    rte_tel_data_add_dict_u64(d, (name + "_data_chunks_rx").c_str(), g_gw->data_rx_from_peer(i));
     for (const auto& r : g_gw->routes()) {
       if (r.peer_id != cfg.peers[i].id) continue;
       rte_ether_addr mac;
-      const bool ok = g_gw->neighbours().lookup(r.nh_slot, mac);
       char buf[RTE_ETHER_ADDR_FMT_SIZE] = "unresolved";
-      if (ok) rte_ether_format_addr(buf, sizeof buf, &mac);
-      const std::string key = "path" + std::to_string(r.path_id) + "_" + g_gw->ports()[r.port_index].name;
-      rte_tel_data_add_dict_string(peer, key.c_str(), buf);
+      if (g_gw->neighbours().lookup(r.nh_slot, mac)) rte_ether_format_addr(buf, sizeof buf, &mac);
+      const std::string key = name + "_path" + std::to_string(r.path_id) + "_" + key_of(g_gw->ports()[r.port_index].name);
+      rte_tel_data_add_dict_string(d, key.c_str(), buf);
     }
-    rte_tel_data_add_dict_container(d, cfg.peers[i].name.c_str(), peer, 0);
   }
   return 0;
 }
