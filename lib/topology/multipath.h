@@ -1,0 +1,19 @@
+// Multipath split: for the busiest tree links, relays over links no tree uses.
+//
+// Links are visited from the most loaded down (down to half the bottleneck). For link u->v
+// each candidate relay w needs u->w and w->v both idle and not yet claimed by another
+// split; up to max_relays of them, fastest min(bw[u][w], bw[w][v]) first, are claimed. The
+// link's chunks are dealt in proportion to throughput (bw[u][v] direct, min(...) per relay),
+// which equalises the finishing time of the paths when the relay links carry nothing else.
+// A split is kept only if it lowers round_time() (a relay adds a hop of latency).
+#pragma once
+
+#include "topology/network.h"
+#include "topology/plan.h"
+
+namespace sg::topo {
+
+// Adds splits to `plan` (replacing any it had). Returns how many links were split.
+int add_multipath(const Network& net, Plan& plan, int max_relays, double chunk_bytes);
+
+}  // namespace sg::topo

@@ -1,0 +1,90 @@
+#include "topology/plan.h"
+
+#include <algorithm>
+
+namespace sg::topo {
+
+std::string_view plan_error_name(PlanError e) {
+  switch (e) {
+    case PlanError::kOk: return "ok";
+    case PlanError::kTruncated: return "truncated";
+    case PlanError::kBadMagic: return "bad magic";
+    case PlanError::kBadVersion: return "bad format version";
+    case PlanError::kTrailingBytes: return "trailing bytes";
+    case PlanError::kBadSiteCount: return "bad site count";
+    case PlanError::kBadShardCount: return "bad shard count";
+    case PlanError::kBadShardRange: return "shard ranges do not tile the model";
+    case PlanError::kBadTree: return "shard tree is not a tree";
+    case PlanError::kBadSplit: return "bad multipath split";
+    case PlanError::kBadCodec: return "bad link codec";
+  }
+  return "unknown";
+}
+
+std::vector<int> tree_depths(const std::vector<SiteId>& parent, int root) {
+  const int n = static_cast<int>(parent.size());
+  if (root < 0 || root >= n || parent[root] != kNoSite) return {};
+  std::vector<int> depth(n, -1);
+  depth[root] = 0;
+  // Walk up from each site; a walk longer than n means a cycle.
+  std::vector<int> path;
+  for (int s = 0; s < n; ++s) {
+    path.clear();
+    int v = s;
+    while (depth[v] < 0) {
+      path.push_back(v);
+      const SiteId p = parent[v];
+      if (p == kNoSite || p >= n || p == v || static_cast<int>(path.size()) > n) return {};
+      v = p;
+    }
+    int d = depth[v];
+    for (int k = static_cast<int>(path.size()) - 1; k >= 0; --k) depth[path[k]] = ++d;
+  }
+  return depth;
+}
+
+namespace {
+
+template <typename T>
+bool has_duplicate_link(const std::vector<T>& items) {
+  std::vector<uint32_t> keys;
+  keys.reserve(items.size());
+  for (const T& it : items) keys.push_back(static_cast<uint32_t>(it.from) << 16 | it.to);
+  std::sort(keys.begin(), keys.end());
+  return std::adjacent_find(keys.begin(), keys.end()) != keys.end();
+}
+
+}  // namespace
+
+PlanError validate(const Plan& plan) {
+  const int n = plan.num_sites;
+  if (n == 0 || n > kMaxSites) return PlanError::kBadSiteCount;
+  if (plan.shards.empty() || plan.shards.size() > kMaxShards) return PlanError::kBadShardCount;
+  uint64_t next = 0;
+  for (const ShardTree& s : plan.shards) {
+    if (s.byte_begin != next || s.byte_end < s.byte_begin) return PlanError::kBadShardRange;
+    next = s.byte_end;
+    if (static_cast<int>(s.parent.size()) != n || s.root >= n) return PlanError::kBadTree;
+    if (tree_depths(s.parent, s.root).empty()) return PlanError::kBadTree;
+  }
+  if (next != plan.model_bytes) return PlanError::kBadShardRange;
+  for (const LinkSplit& sp : plan.splits) {
+    if (sp.from >= n || sp.to >= n || sp.from == sp.to) return PlanError::kBadSplit;
+    if (sp.relays.size() > kMaxRelays || sp.total_weight() == 0) return PlanError::kBadSplit;
+    for (size_t k = 0; k < sp.relays.size(); ++k) {
+      const SiteId via = sp.relays[k].via;
+      if (via >= n || via == sp.from || via == sp.to) return PlanError::kBadSplit;
+      for (size_t m = 0; m < k; ++m)
+        if (sp.relays[m].via == via) return PlanError::kBadSplit;
+    }
+  }
+  if (has_duplicate_link(plan.splits)) return PlanError::kBadSplit;
+  for (const LinkCodec& c : plan.codecs) {
+    if (c.from >= n || c.to >= n || c.from == c.to) return PlanError::kBadCodec;
+    if (!codec_id_valid(static_cast<uint8_t>(c.codec))) return PlanError::kBadCodec;
+  }
+  if (has_duplicate_link(plan.codecs)) return PlanError::kBadCodec;
+  return PlanError::kOk;
+}
+
+}  // namespace sg::topo
