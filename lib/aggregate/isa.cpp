@@ -1,6 +1,21 @@
 #include "aggregate/isa.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace sg::agg {
+namespace {
+
+#if defined(__x86_64__)
+// F16C is CPUID.1:ECX[29]; read directly because clang's __builtin_cpu_supports lacks "f16c".
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+}
+#endif
+
+}  // namespace
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
@@ -16,11 +31,11 @@ bool isa_supported(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && has_f16c();
     case Isa::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-             __builtin_cpu_supports("f16c");
+             has_f16c();
   }
   return false;
 #else

@@ -8,7 +8,9 @@
 #if defined(__x86_64__)
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized
 // reports falsely (GCC bug 105593).
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #endif
 
@@ -28,6 +30,14 @@ inline void store_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
 inline float clamp_like_simd(float x, float lo, float hi) {
   x = x < hi ? x : hi;
   return x > lo ? x : lo;
+}
+
+void f32_encode_scalar(const float* g, float* r, uint8_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float x = g[i] + r[i];
+    std::memcpy(out + 4 * i, &x, 4);
+    r[i] = 0.0f;
+  }
 }
 
 void f16_encode_scalar(const float* g, float* r, uint8_t* out, size_t n) {
@@ -110,6 +120,15 @@ SG_AVX2 inline __m256 load_x_avx2(const float* g, const float* r, size_t i) {
   __m256 x = _mm256_loadu_ps(g + i);
   if (r) x = _mm256_add_ps(x, _mm256_loadu_ps(r + i));
   return x;
+}
+
+SG_AVX2 void f32_encode_avx2(const float* g, float* r, uint8_t* out, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(reinterpret_cast<float*>(out + 4 * i), _mm256_add_ps(_mm256_loadu_ps(g + i), _mm256_loadu_ps(r + i)));
+    _mm256_storeu_ps(r + i, _mm256_setzero_ps());
+  }
+  f32_encode_scalar(g + i, r + i, out + 4 * i, n - i);
 }
 
 SG_AVX2 void f16_encode_avx2(const float* g, float* r, uint8_t* out, size_t n) {
@@ -223,6 +242,15 @@ SG_AVX512 inline __m512 load_x_512(const float* g, const float* r, size_t i) {
   return x;
 }
 
+SG_AVX512 void f32_encode_avx512(const float* g, float* r, uint8_t* out, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(reinterpret_cast<float*>(out + 4 * i), _mm512_add_ps(_mm512_loadu_ps(g + i), _mm512_loadu_ps(r + i)));
+    _mm512_storeu_ps(r + i, _mm512_setzero_ps());
+  }
+  f32_encode_scalar(g + i, r + i, out + 4 * i, n - i);
+}
+
 SG_AVX512 void f16_encode_avx512(const float* g, float* r, uint8_t* out, size_t n) {
   const __m512 hi = _mm512_set1_ps(kHalfMax), lo = _mm512_set1_ps(-kHalfMax);
   size_t i = 0;
@@ -312,12 +340,12 @@ SG_AVX512 void int8_decode_avx512(const uint8_t* in, float* out, size_t n, float
 #undef SG_AVX512
 #endif
 
-constexpr CodecKernels kScalar{f16_encode_scalar, bf16_encode_scalar, max_abs_scalar, int8_encode_scalar,
+constexpr CodecKernels kScalar{f32_encode_scalar, f16_encode_scalar, bf16_encode_scalar, max_abs_scalar, int8_encode_scalar,
                                f16_decode_scalar, bf16_decode_scalar, int8_decode_scalar};
 #if defined(__x86_64__)
-constexpr CodecKernels kAvx2{f16_encode_avx2, bf16_encode_avx2, max_abs_avx2, int8_encode_avx2,
+constexpr CodecKernels kAvx2{f32_encode_avx2, f16_encode_avx2, bf16_encode_avx2, max_abs_avx2, int8_encode_avx2,
                              f16_decode_avx2, bf16_decode_avx2, int8_decode_avx2};
-constexpr CodecKernels kAvx512{f16_encode_avx512, bf16_encode_avx512, max_abs_avx512, int8_encode_avx512,
+constexpr CodecKernels kAvx512{f32_encode_avx512, f16_encode_avx512, bf16_encode_avx512, max_abs_avx512, int8_encode_avx512,
                                f16_decode_avx512, bf16_decode_avx512, int8_decode_avx512};
 #endif
 

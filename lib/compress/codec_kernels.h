@@ -15,6 +15,9 @@
 namespace sg::compress {
 
 struct CodecKernels {
+  // x = g + r written as float32 bytes (any alignment), r = 0; r != nullptr (without a
+  // residual f32 encoding is a memcpy).
+  void (*f32_encode)(const float* g, float* r, uint8_t* out, size_t n);
   void (*f16_encode)(const float* g, float* r, uint8_t* out, size_t n);
   void (*bf16_encode)(const float* g, float* r, uint8_t* out, size_t n);
   // max |g + r| (r may be nullptr): the int8 chunk scale is this / 127.

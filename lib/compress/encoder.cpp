@@ -35,15 +35,10 @@ EncodeResult Encoder::encode(CodecId codec, std::span<const float> grad, std::sp
   switch (codec) {
     case CodecId::kF32: {
       if (out.size() < 4 * n) return {CodecError::kOutputTooSmall, 0};
-      if (r) {
-        for (size_t i = 0; i < n; ++i) {
-          const float x = grad[i] + r[i];
-          store_f32(out.data() + 4 * i, x);
-          r[i] = 0.0f;
-        }
-      } else if (n) {
+      if (r)
+        k.f32_encode(grad.data(), r, out.data(), n);
+      else if (n)
         std::memcpy(out.data(), grad.data(), 4 * n);
-      }
       return {CodecError::kOk, 4 * n};
     }
     case CodecId::kF16:
@@ -81,13 +76,22 @@ EncodeResult Encoder::encode_topk(std::span<const float> grad, std::span<uint8_t
   if (out.size() < bytes) return {CodecError::kOutputTooSmall, 0};
 
   float* x = residual.empty() ? x_.data() : residual.data();
-  for (size_t i = 0; i < n; ++i) x[i] = grad[i] + (residual.empty() ? 0.0f : residual[i]);
+  std::fill(hist_.begin(), hist_.end(), 0u);
+  if (residual.empty()) {
+    for (size_t i = 0; i < n; ++i) {
+      x[i] = grad[i];
+      ++hist_[abs_key(x[i]) >> kHistShift];
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      x[i] = grad[i] + x[i];
+      ++hist_[abs_key(x[i]) >> kHistShift];
+    }
+  }
 
   uint32_t thr = 0;
   size_t above = 0;  // keys strictly greater than thr
   if (k > 0) {
-    std::fill(hist_.begin(), hist_.end(), 0u);
-    for (size_t i = 0; i < n; ++i) ++hist_[abs_key(x[i]) >> kHistShift];
     size_t b = kHistBuckets;
     while (b > 0 && above + hist_[b - 1] < k) above += hist_[--b];
     const uint32_t bucket = static_cast<uint32_t>(b - 1);  // k <= n: some bucket reaches k
