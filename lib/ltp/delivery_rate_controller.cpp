@@ -1,0 +1,109 @@
+#include "ltp/delivery_rate_controller.h"
+
+#include <algorithm>
+
+namespace sg::ltp {
+
+void DeliveryRateController::reset(Nanos now, uint32_t mss) {
+  mss_ = mss;
+  mode_ = Mode::kStartup;
+  bw_rounds_.fill(0);
+  bw_slot_ = 0;
+  btlbw_ = full_bw_ = 0;
+  full_bw_count_ = 0;
+  next_round_delivered_ = 0;
+  min_rtt_ = 0;
+  min_rtt_stamp_ = now;
+  cycle_ = 0;
+  cycle_start_ = now;
+  inflight_ = 0;
+}
+
+double DeliveryRateController::gain() const {
+  switch (mode_) {
+    case Mode::kStartup: return cfg_.startup_gain;
+    case Mode::kDrain: return 1.0 / cfg_.startup_gain;
+    case Mode::kProbeBw: return kCycle[cycle_];
+  }
+  return 1.0;
+}
+
+uint64_t DeliveryRateController::bdp() const {
+  return static_cast<uint64_t>(btlbw_ * static_cast<double>(min_rtt_) / 1e9);
+}
+
+void DeliveryRateController::on_ack(const AckEvent& ev) {
+  inflight_ = ev.inflight_bytes;
+  if (ev.rtt > 0 && (min_rtt_ == 0 || ev.rtt <= min_rtt_ || ev.now - min_rtt_stamp_ > cfg_.min_rtt_window)) {
+    min_rtt_ = ev.rtt;
+    min_rtt_stamp_ = ev.now;
+  }
+  bool round_start = false;
+  if (ev.prior_delivered >= next_round_delivered_ && ev.acked_bytes > 0) {
+    next_round_delivered_ = ev.delivered;
+    round_start = true;
+    bw_slot_ = (bw_slot_ + 1) % kBwRounds;
+    bw_rounds_[bw_slot_] = 0;
+  }
+  if (ev.delivery_rate > 0) bw_rounds_[bw_slot_] = std::max(bw_rounds_[bw_slot_], ev.delivery_rate);
+  btlbw_ = *std::max_element(bw_rounds_.begin(), bw_rounds_.end());
+
+  if (mode_ == Mode::kStartup && round_start && btlbw_ > 0) {
+    if (btlbw_ >= full_bw_ * 1.25) {
+      full_bw_ = btlbw_;
+      full_bw_count_ = 0;
+    } else if (++full_bw_count_ >= 3) {
+      mode_ = Mode::kDrain;
+    }
+  }
+  if (mode_ == Mode::kDrain && ev.inflight_bytes <= bdp()) {
+    mode_ = Mode::kProbeBw;
+    cycle_ = 2;  // start in a neutral phase
+    cycle_start_ = ev.now;
+  }
+  if (mode_ == Mode::kProbeBw && min_rtt_ > 0 && ev.now - cycle_start_ >= min_rtt_) {
+    cycle_ = (cycle_ + 1) % kCycle.size();
+    cycle_start_ = ev.now;
+  }
+}
+
+void DeliveryRateController::on_loss(const LossEvent& ev) {
+  // Random loss is not a congestion signal here. A timeout means the path went dark:
+  // start measuring again from half.
+  if (ev.timeout) {
+    for (auto& b : bw_rounds_) b /= 2;
+    btlbw_ /= 2;
+  }
+}
+
+uint64_t DeliveryRateController::cwnd_bytes() const {
+  const uint64_t floor = 4ull * mss_;
+  if (btlbw_ <= 0 || min_rtt_ <= 0) return std::max<uint64_t>(10ull * mss_, floor);
+  const double g = mode_ == Mode::kStartup ? cfg_.startup_gain : cfg_.cwnd_gain;
+  return std::max<uint64_t>(static_cast<uint64_t>(g * static_cast<double>(bdp())), floor);
+}
+
+double DeliveryRateController::pacing_rate() const {
+  double r;
+  if (btlbw_ <= 0) {
+    r = cfg_.startup_gain * 10.0 * mss_ * 1e9 / static_cast<double>(min_rtt_ > 0 ? min_rtt_ : cfg_.initial_rtt);
+  } else {
+    r = gain() * btlbw_;
+  }
+  if (cfg_.max_rate > 0) r = std::min(r, cfg_.max_rate);
+  return r;
+}
+
+LossDetection DeliveryRateController::loss_detection() const {
+  LossDetection d;
+  d.dup_threshold = cfg_.dup_threshold;
+  d.reorder_window = 0.25;
+  d.min_rto = cfg_.min_rto;
+  d.rto_var_floor = 0;
+  d.initial_rto = 100 * kMilli;
+  d.max_rto = 2 * kSecond;
+  d.tail_loss_probe = true;
+  return d;
+}
+
+}  // namespace sg::ltp

@@ -1,0 +1,72 @@
+// Early Close: when a receiver may end a transfer before every chunk has arrived.
+//
+// The rule (evaluated by the receiver at every poll for every open transfer):
+//   stalled   := now - last_progress >= quiet
+//   quiet     := clamp(quiet_rtts * srtt + quiet_gaps * gap, quiet_min, quiet_max)
+//                (srtt: receiver-side RTT from echoed timestamps, quiet_unknown_rtt until the
+//                 first sample; gap: EWMA of the time between new chunks of this transfer).
+//                Two RTTs is long enough for a retransmission of a loss the sender detects
+//                after ~1 RTT to arrive; the gap term keeps a slow sender from looking stalled.
+//   threshold := clamp(1 - loss_weight * loss_est, 1 - max_loss_fraction, threshold_max)
+//                (loss_est: EWMA over finished transfers of the fraction that did not arrive on
+//                 its first transmission). With loss_weight = 0.5 a transfer accepts bubbles
+//                 for at most half the measured loss, so one retransmission pass is always
+//                 tried: after it only ~p^2 is missing, far below p/2.
+//   close early   if stalled and received >= threshold * chunk_count
+//   fall back     if stalled and missing > max_loss_fraction * chunk_count: the transfer is
+//                 marked reliable and only closes once complete (or abandoned / superseded).
+// Bounds: threshold in [1 - max_loss_fraction, threshold_max] (defaults [0.90, 0.9999]);
+// quiet in [quiet_min, quiet_max] (defaults [100 us, 500 ms]); loss_est in [0, 1].
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "common/clock.h"
+
+namespace sg::ltp {
+
+struct EarlyCloseConfig {
+  bool enabled = true;
+  double max_loss_fraction = 0.10;  // hard bound on bubbles per transfer
+  double threshold_max = 0.9999;
+  double loss_weight = 0.5;
+  double loss_ewma = 0.25;          // weight of the newest transfer in loss_est
+  double initial_loss = 0.0;
+  double quiet_rtts = 2.0;
+  double quiet_gaps = 8.0;
+  Nanos quiet_min = 100 * kMicro;
+  Nanos quiet_max = 500 * kMilli;
+  Nanos quiet_unknown_rtt = 10 * kMilli;  // srtt assumed before any sample
+};
+
+class EarlyClose {
+ public:
+  explicit EarlyClose(const EarlyCloseConfig& cfg) : cfg_(cfg), loss_est_(std::clamp(cfg.initial_loss, 0.0, 1.0)) {}
+
+  double threshold() const {
+    const double floor = 1.0 - cfg_.max_loss_fraction;
+    return std::clamp(1.0 - cfg_.loss_weight * loss_est_, floor, std::max(floor, cfg_.threshold_max));
+  }
+
+  Nanos quiet(Nanos srtt, Nanos gap) const {
+    const double s = static_cast<double>(srtt > 0 ? srtt : cfg_.quiet_unknown_rtt);
+    const double q = cfg_.quiet_rtts * s + cfg_.quiet_gaps * static_cast<double>(std::max<Nanos>(gap, 0));
+    return std::clamp(static_cast<Nanos>(q), cfg_.quiet_min, cfg_.quiet_max);
+  }
+
+  // Fraction of a finished transfer that did not arrive on its first transmission.
+  void on_transfer_loss(double first_pass_loss) {
+    first_pass_loss = std::clamp(first_pass_loss, 0.0, 1.0);
+    loss_est_ += cfg_.loss_ewma * (first_pass_loss - loss_est_);
+  }
+
+  double loss_estimate() const { return loss_est_; }
+  const EarlyCloseConfig& config() const { return cfg_; }
+
+ private:
+  EarlyCloseConfig cfg_;
+  double loss_est_;
+};
+
+}  // namespace sg::ltp

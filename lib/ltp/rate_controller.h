@@ -1,0 +1,56 @@
+// Congestion/rate control behind one small interface, so LTP's loss-tolerant controller and
+// a TCP-like reliable baseline drive the same Sender (and are compared on equal terms).
+#pragma once
+
+#include <cstdint>
+
+#include "common/clock.h"
+
+namespace sg::ltp {
+
+struct AckEvent {
+  Nanos now = 0;
+  uint64_t acked_bytes = 0;        // newly acknowledged by this ACK
+  uint64_t inflight_bytes = 0;     // after this ACK
+  uint64_t delivered = 0;          // total bytes acknowledged so far
+  uint64_t prior_delivered = 0;    // `delivered` when the newest acked chunk was sent
+  double delivery_rate = 0;        // bytes/s over that chunk's flight; 0 = no sample
+  Nanos rtt = -1;                  // this ACK's sample; -1 = none
+  Nanos srtt = 0;
+  Nanos min_rtt = 0;
+  Nanos newest_acked_send = 0;     // send time of the newest chunk this ACK covers
+};
+
+struct LossEvent {
+  Nanos now = 0;
+  uint64_t lost_bytes = 0;
+  Nanos lost_send = 0;             // send time of the (newest) lost chunk
+  uint64_t inflight_bytes = 0;     // before removing the lost bytes
+  bool timeout = false;            // retransmission timer fired
+};
+
+// How the sender decides a chunk is lost (set by the controller: a TCP baseline must behave
+// like TCP, LTP tolerates multipath reordering).
+struct LossDetection {
+  uint32_t dup_threshold = 3;      // lost once this many later-sent chunks are acked
+  double reorder_window = 0.25;    // ... or once a chunk sent srtt * this later is acked
+  Nanos min_rto = 200 * kMilli;
+  Nanos rto_var_floor = 0;         // Linux: rto = srtt + max(4 * rttvar, rto_min)
+  Nanos initial_rto = 1 * kSecond;
+  Nanos max_rto = 60 * kSecond;
+  bool tail_loss_probe = true;     // probe after ~2 srtt of silence (Linux TLP)
+};
+
+class RateController {
+ public:
+  virtual ~RateController() = default;
+  virtual const char* name() const = 0;
+  virtual void reset(Nanos now, uint32_t mss) = 0;
+  virtual void on_ack(const AckEvent& ev) = 0;
+  virtual void on_loss(const LossEvent& ev) = 0;
+  virtual uint64_t cwnd_bytes() const = 0;          // inflight cap
+  virtual double pacing_rate() const = 0;           // bytes/s; 0 = unpaced (window only)
+  virtual LossDetection loss_detection() const = 0;
+};
+
+}  // namespace sg::ltp

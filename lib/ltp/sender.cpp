@@ -1,0 +1,390 @@
+#include "ltp/sender.h"
+
+#include <algorithm>
+
+namespace sg::ltp {
+
+using wire::MsgType;
+
+Sender::Sender(const SenderConfig& cfg, RateController& rc, Rng& rng)
+    : cfg_(cfg),
+      rc_(rc),
+      rng_(rng),
+      order_(std::max<uint32_t>(cfg.max_chunks, 1)),
+      chunks_(std::max<uint32_t>(cfg.max_chunks, 1)),
+      fifo_(2 * static_cast<size_t>(std::max<uint32_t>(cfg.max_chunks, 1)) + 64),
+      retx_(std::max<uint32_t>(cfg.max_chunks, 1)) {
+  cfg_.path_count = std::clamp<uint32_t>(cfg_.path_count, 1, kMaxPaths);
+  cfg_.max_burst = std::max<uint32_t>(cfg_.max_burst, 1);
+  bool any = false;
+  for (uint32_t p = 0; p < cfg_.path_count; ++p) any |= cfg_.paths[p].weight > 0;
+  if (!any) cfg_.paths[0].weight = 1;
+}
+
+bool Sender::start(const TransferSpec& spec, Nanos now) {
+  if (state_ == SenderState::kRunning || spec.chunk_size == 0 || spec.data.empty() || spec.contributors == 0) return false;
+  const uint64_t count = (spec.data.size() + spec.chunk_size - 1) / spec.chunk_size;
+  if (count > cfg_.max_chunks || spec.chunk_size > 0xffff) return false;
+  spec_ = spec;
+  count_ = static_cast<uint32_t>(count);
+  std::fill(chunks_.begin(), chunks_.begin() + count_, Chunk{});
+  for (uint32_t i = 0; i < count_; ++i) order_[i] = i;
+  if (cfg_.shuffle) {
+    for (uint32_t i = count_ - 1; i > 0; --i) std::swap(order_[i], order_[rng_.below(i + 1)]);
+  }
+  fifo_head_ = fifo_len_ = 0;
+  retx_head_ = retx_len_ = 0;
+  path_current_.fill(0);
+  next_unsent_ = acked_ = cum_ = 0;
+  inflight_ = delivered_ = 0;
+  delivered_time_ = now;
+  largest_acked_seq_ = 0;
+  rack_xmit_ = 0;
+  srtt_ = rttvar_ = min_rtt_ = 0;
+  backoff_ = 0;
+  reorder_steps_ = 0;
+  reordering_seen_ = false;
+  rto_deadline_ = kNever;
+  last_progress_ = now;
+  probe_sent_ = false;
+  next_send_ = now;
+  echo_ = 0;
+  close_kept_ = 0;
+  close_reason_ = CloseReason::kComplete;
+  stats_ = {};
+  rc_.reset(now, std::min<uint32_t>(spec.chunk_size, static_cast<uint32_t>(spec.data.size())) +
+                     static_cast<uint32_t>(sizeof(wire::DataHeader)));
+  ld_ = rc_.loss_detection();
+  state_ = SenderState::kRunning;
+  return true;
+}
+
+uint32_t Sender::chunk_bytes(uint32_t i) const { return static_cast<uint32_t>(payload(i).size() + sizeof(wire::DataHeader)); }
+
+std::span<const uint8_t> Sender::payload(uint32_t i) const {
+  const size_t off = static_cast<size_t>(i) * spec_.chunk_size;
+  return spec_.data.subspan(off, std::min<size_t>(spec_.chunk_size, spec_.data.size() - off));
+}
+
+uint16_t Sender::pick_path() {
+  // Smooth weighted round robin: spreads chunks in proportion without bursts per path.
+  int64_t total = 0;
+  uint32_t best = 0;
+  for (uint32_t p = 0; p < cfg_.path_count; ++p) {
+    path_current_[p] += cfg_.paths[p].weight;
+    total += cfg_.paths[p].weight;
+    if (path_current_[p] > path_current_[best]) best = p;
+  }
+  path_current_[best] -= total;
+  return cfg_.paths[best].path_id;
+}
+
+Nanos Sender::rto() const {
+  Nanos base;
+  if (srtt_ == 0) {
+    base = ld_.initial_rto;
+  } else {
+    base = srtt_ + std::max<Nanos>(4 * rttvar_, ld_.rto_var_floor);
+    base = std::max(base, ld_.min_rto);
+  }
+  for (uint32_t i = 0; i < backoff_ && base < ld_.max_rto; ++i) base *= 2;
+  return std::min(base, ld_.max_rto);
+}
+
+void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {
+  Chunk& c = chunks_[i];
+  auto pl = payload(i);
+  wire::DataFields f;
+  f.src_node = cfg_.local_node;
+  f.job = spec_.job;
+  f.round = spec_.round;
+  f.policy_version = spec_.policy_version;
+  f.shard = spec_.shard;
+  f.path_id = pick_path();
+  f.chunk_index = i;
+  f.chunk_count = count_;
+  f.contributors = spec_.contributors;
+  f.codec = spec_.codec;
+  f.flags = static_cast<uint8_t>((retx ? wire::kFlagRetransmit : 0) | (cfg_.auth_tag ? wire::kFlagAuthTag : 0));
+  f.send_ts = static_cast<uint64_t>(now);
+  f.echo_ts = echo_;
+  if (!wire::build_data_header(hdr_, f, static_cast<uint16_t>(pl.size()))) return;
+  const uint16_t trailer = cfg_.auth_tag ? static_cast<uint16_t>(wire::kAuthTagLen) : 0;
+  tx.send({cfg_.peer_node, f.path_id, MsgType::kData, trailer}, hdr_, pl);
+
+  if (inflight_ == 0) delivered_time_ = now;  // a fresh flight: rate samples start here
+  if (c.state != kInflight) inflight_ += chunk_bytes(i);
+  c.state = kInflight;
+  c.retransmitted |= retx;
+  c.sent = now;
+  c.tx_seq = ++tx_seq_;
+  c.delivered_at_send = delivered_;
+  c.delivered_time_at_send = delivered_time_;
+  fifo_[(fifo_head_ + fifo_len_) % fifo_.size()] = Flight{i, c.tx_seq};
+  ++fifo_len_;
+  ++stats_.data_sent;
+  stats_.bytes_sent += chunk_bytes(i);
+  if (retx) ++stats_.retransmits;
+  if (rto_deadline_ == kNever) rto_deadline_ = now + rto();
+}
+
+void Sender::finish(SenderState s, Nanos now) {
+  state_ = s;
+  finished_at_ = now;
+}
+
+void Sender::on_packet(std::span<const uint8_t> msg, Nanos now) {
+  if (state_ != SenderState::kRunning) return;
+  auto common = wire::parse_common(msg);
+  if (!common || common->src_node != cfg_.peer_node) {
+    ++stats_.acks_ignored;
+    return;
+  }
+  switch (common->type) {
+    case MsgType::kAck: {
+      auto m = wire::parse_ack(msg);
+      if (!m || m->f.job != spec_.job || m->f.round != spec_.round || m->f.shard != spec_.shard ||
+          m->f.policy_version != spec_.policy_version) {
+        ++stats_.acks_ignored;
+        return;
+      }
+      on_ack(*m, now);
+      return;
+    }
+    case MsgType::kClose: {
+      auto m = wire::parse_close(msg);
+      if (!m || m->f.job != spec_.job || m->f.round != spec_.round || m->f.shard != spec_.shard) {
+        ++stats_.acks_ignored;
+        return;
+      }
+      close_reason_ = m->f.reason;
+      close_kept_ = m->f.kept_count;
+      finish(SenderState::kClosed, now);
+      return;
+    }
+    case MsgType::kReject: {
+      auto m = wire::parse_reject(msg);
+      if (!m || m->job != spec_.job) {
+        ++stats_.acks_ignored;
+        return;
+      }
+      finish(SenderState::kRejected, now);
+      return;
+    }
+    default:
+      ++stats_.acks_ignored;
+      return;
+  }
+}
+
+void Sender::ack_chunk(uint32_t i, uint64_t echo_ts) {
+  Chunk& c = chunks_[i];
+  if (c.state == kAcked || c.state == kUnsent) return;  // unsent: a lying ACK, ignore it
+  if (c.state == kInflight) inflight_ -= chunk_bytes(i);
+  // Declared lost, yet acknowledged before (or by an ACK older than) its retransmission:
+  // the original was only late. Reordering, not loss: widen the time threshold.
+  if (c.state == kLost || (c.retransmitted && echo_ts != 0 && static_cast<Nanos>(echo_ts) < c.sent)) {
+    ++stats_.spurious;
+    reordering_seen_ = true;
+    reorder_steps_ = std::min<uint32_t>(reorder_steps_ + 1, 16);
+  }
+  c.state = kAcked;
+  ++acked_;
+  delivered_ += chunk_bytes(i);
+}
+
+void Sender::on_ack(const wire::AckMsg& m, Nanos now) {
+  ++stats_.acks;
+  echo_ = std::max(echo_, m.f.ack_ts);
+  Nanos rtt = -1;
+  if (m.f.echo_ts != 0 && static_cast<Nanos>(m.f.echo_ts) <= now) {
+    rtt = now - static_cast<Nanos>(m.f.echo_ts);
+    if (srtt_ == 0) {
+      srtt_ = rtt;
+      rttvar_ = rtt / 2;
+    } else {
+      const Nanos err = rtt > srtt_ ? rtt - srtt_ : srtt_ - rtt;
+      rttvar_ += (err - rttvar_) / 4;
+      srtt_ += (rtt - srtt_) / 8;
+    }
+    min_rtt_ = min_rtt_ == 0 ? rtt : std::min(min_rtt_, rtt);
+  }
+
+  const uint32_t before = acked_;
+  const uint64_t delivered_before = delivered_;
+  uint64_t newest_seq = 0;
+  uint32_t newest = 0;
+  auto consider = [&](uint32_t i) {
+    const Chunk& c = chunks_[i];
+    if (c.state == kAcked || c.state == kUnsent) return;
+    if (c.tx_seq > newest_seq) {
+      newest_seq = c.tx_seq;
+      newest = i;
+    }
+  };
+  const uint32_t cum = std::min(m.f.cum_ack, count_);
+  for (uint32_t i = cum_; i < cum; ++i) {
+    consider(i);
+    ack_chunk(i, m.f.echo_ts);
+  }
+  cum_ = std::max(cum_, cum);
+  for (uint32_t b = 0; b < wire::kAckSackBits; b += 8) {
+    const uint8_t byte = m.sack[b / 8];
+    if (!byte) continue;
+    for (uint32_t k = 0; k < 8; ++k) {
+      const uint64_t i = static_cast<uint64_t>(m.f.sack_base) + b + k;
+      if (i >= count_) break;
+      if ((byte >> k) & 1) {
+        consider(static_cast<uint32_t>(i));
+        ack_chunk(static_cast<uint32_t>(i), m.f.echo_ts);
+      }
+    }
+  }
+  while (cum_ < count_ && chunks_[cum_].state == kAcked) ++cum_;
+
+  const uint32_t newly = acked_ - before;
+  AckEvent ev;
+  ev.now = now;
+  ev.rtt = rtt;
+  ev.srtt = srtt_;
+  ev.min_rtt = min_rtt_;
+  if (newly > 0) {
+    const Chunk& n = chunks_[newest];
+    if (n.tx_seq > largest_acked_seq_) largest_acked_seq_ = n.tx_seq;
+    rack_xmit_ = std::max(rack_xmit_, n.sent);
+    ev.prior_delivered = n.delivered_at_send;
+    ev.newest_acked_send = n.sent;
+    const Nanos elapsed = now - n.delivered_time_at_send;
+    if (elapsed > 0) ev.delivery_rate = static_cast<double>(delivered_ - n.delivered_at_send) * 1e9 / static_cast<double>(elapsed);
+    delivered_time_ = now;
+    last_progress_ = now;
+    backoff_ = 0;
+    probe_sent_ = false;
+    rto_deadline_ = inflight_ > 0 ? now + rto() : kNever;
+  }
+  detect_losses(now);
+  ev.acked_bytes = delivered_ - delivered_before;
+  ev.delivered = delivered_;
+  ev.inflight_bytes = inflight_;
+  rc_.on_ack(ev);
+  if (acked_ == count_) finish(SenderState::kAcked, now);
+}
+
+void Sender::mark_lost(uint32_t i, Nanos now, bool timeout) {
+  Chunk& c = chunks_[i];
+  const uint64_t before = inflight_;
+  inflight_ -= chunk_bytes(i);
+  c.state = kLost;
+  retx_[(retx_head_ + retx_len_) % retx_.size()] = i;
+  ++retx_len_;
+  if (!timeout) {
+    ++stats_.losses;
+    rc_.on_loss({now, chunk_bytes(i), c.sent, before, false});
+  }
+}
+
+void Sender::detect_losses(Nanos now) {
+  // RACK-style: reorder window = srtt * reorder_window, stretched by every spurious
+  // retransmission seen, never beyond one srtt.
+  const double frac = std::min(1.0, ld_.reorder_window * (1 + reorder_steps_));
+  const Nanos reo = static_cast<Nanos>(frac * static_cast<double>(srtt_));
+  while (fifo_len_ > 0) {
+    const Flight e = fifo_[fifo_head_];
+    const Chunk& c = chunks_[e.chunk];
+    if (c.state != kInflight || c.tx_seq != e.tx_seq) {  // acked or sent again since
+      fifo_head_ = (fifo_head_ + 1) % fifo_.size();
+      --fifo_len_;
+      continue;
+    }
+    const bool by_count = !reordering_seen_ && e.tx_seq + ld_.dup_threshold <= largest_acked_seq_;
+    const bool by_time = e.tx_seq < largest_acked_seq_ && c.sent + reo < rack_xmit_;
+    if (!by_count && !by_time) break;
+    fifo_head_ = (fifo_head_ + 1) % fifo_.size();
+    --fifo_len_;
+    mark_lost(e.chunk, now, false);
+  }
+}
+
+Nanos Sender::poll(Nanos now, PacketSink& tx) {
+  if (state_ != SenderState::kRunning) return kNever;
+  if (now - last_progress_ >= cfg_.give_up_after) {
+    finish(SenderState::kTimedOut, now);
+    return kNever;
+  }
+  // Retransmission timeout: everything in flight is presumed lost.
+  if (inflight_ > 0 && now >= rto_deadline_) {
+    ++stats_.timeouts;
+    const uint64_t before = inflight_;
+    Nanos newest = 0;
+    while (fifo_len_ > 0) {
+      const Flight e = fifo_[fifo_head_];
+      fifo_head_ = (fifo_head_ + 1) % fifo_.size();
+      --fifo_len_;
+      if (chunks_[e.chunk].state == kInflight && chunks_[e.chunk].tx_seq == e.tx_seq) {
+        newest = std::max(newest, chunks_[e.chunk].sent);
+        mark_lost(e.chunk, now, true);
+      }
+    }
+    rc_.on_loss({now, before, newest, before, true});
+    ++backoff_;
+    probe_sent_ = false;
+    rto_deadline_ = kNever;
+  }
+  // Tail-loss probe: silence for ~2 RTTs with data in flight: resend the newest chunk so a
+  // SACK (not the RTO) reveals a lost tail.
+  Nanos pto_at = kNever;
+  if (ld_.tail_loss_probe && inflight_ > 0 && !probe_sent_ && srtt_ > 0 && fifo_len_ > 0) {
+    const Nanos pto = std::max<Nanos>(2 * srtt_, 10 * kMilli);
+    const Flight e = fifo_[(fifo_head_ + fifo_len_ - 1) % fifo_.size()];
+    const Chunk& c = chunks_[e.chunk];
+    if (c.state == kInflight && c.tx_seq == e.tx_seq) {
+      pto_at = c.sent + pto;
+      if (now >= pto_at && pto_at < rto_deadline_ && fifo_len_ < fifo_.size()) {
+        ++stats_.probes;
+        probe_sent_ = true;
+        pto_at = kNever;
+        send_chunk(e.chunk, true, now, tx);
+      }
+    }
+    if (probe_sent_) pto_at = kNever;
+  }
+
+  const uint64_t cwnd = rc_.cwnd_bytes();
+  const double rate = rc_.pacing_rate();
+  Nanos want = kNever;
+  for (uint32_t n = 0; n < cfg_.max_burst; ++n) {
+    while (retx_len_ > 0 && chunks_[retx_[retx_head_]].state != kLost) {
+      retx_head_ = (retx_head_ + 1) % retx_.size();
+      --retx_len_;
+    }
+    const bool have_retx = retx_len_ > 0;
+    if (!have_retx && next_unsent_ >= count_) break;
+    const uint32_t i = have_retx ? retx_[retx_head_] : order_[next_unsent_];
+    if (inflight_ > 0 && inflight_ + chunk_bytes(i) > cwnd) break;  // an ACK will wake us
+    if (rate > 0 && next_send_ > now) {
+      want = next_send_;
+      break;
+    }
+    if (fifo_len_ >= fifo_.size()) {
+      ++stats_.fifo_full;
+      break;
+    }
+    if (have_retx) {
+      retx_head_ = (retx_head_ + 1) % retx_.size();
+      --retx_len_;
+    } else {
+      ++next_unsent_;
+    }
+    send_chunk(i, have_retx, now, tx);
+    if (rate > 0) {
+      // Late polls may catch up by at most one chunk's worth, never a burst.
+      const Nanos dt = static_cast<Nanos>(chunk_bytes(i) * 1e9 / rate);
+      next_send_ = std::max(next_send_, now - dt) + dt;
+    }
+    if (n + 1 == cfg_.max_burst) want = now;
+  }
+  Nanos next = std::min({want, inflight_ > 0 ? rto_deadline_ : kNever, pto_at, last_progress_ + cfg_.give_up_after});
+  return next;
+}
+
+}  // namespace sg::ltp

@@ -1,0 +1,84 @@
+// Vocabulary shared by the LTP sender, receiver and their users (dataplane, simulator).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "common/clock.h"
+#include "common/codec_id.h"
+#include "wire/ltp_header.h"
+
+namespace sg::ltp {
+
+using wire::CloseReason;
+
+inline constexpr Nanos kNever = INT64_MAX;
+
+// How a chunk that never arrived is filled at close (wire value: CLOSE::fill_rule).
+enum class FillRule : uint8_t {
+  kZero = 0,      // zeros, contributor count 0: the mean divides by who really contributed
+  kPrevious = 1,  // the previous round's aggregate for this chunk
+  kLocal = 2,     // the receiver's own local gradient for this chunk
+};
+
+// One transfer = one sender's chunks of one shard in one round of one job.
+struct TransferKey {
+  uint32_t job = 0;
+  uint32_t round = 0;
+  uint16_t shard = 0;
+  uint16_t src_node = 0;
+  bool operator==(const TransferKey&) const = default;
+};
+
+// What a delivered (or filled) chunk is; passed to the sink with the payload.
+struct ChunkRef {
+  TransferKey key;
+  uint32_t policy_version = 0;
+  uint32_t chunk_index = 0;
+  uint32_t chunk_count = 0;
+  uint16_t contributors = 0;  // as sent; a bubble reports 0 (nobody's data arrived)
+  CodecId codec = CodecId::kF32;
+  uint16_t path_id = 0;
+};
+
+// One DATA arrival, for the passive throughput estimator (lib/measure).
+struct ArrivalSample {
+  uint16_t src_node = 0;
+  uint16_t path_id = 0;
+  uint32_t bytes = 0;     // LTP message bytes (header + payload)
+  Nanos arrival = 0;
+  Nanos rtt = -1;         // receiver-side RTT from the echoed ACK timestamp; -1 = none
+  bool retransmit = false;
+};
+
+struct TransferSummary {
+  TransferKey key;
+  uint32_t policy_version = 0;
+  uint32_t chunk_count = 0;
+  uint32_t received = 0;       // distinct chunks that arrived
+  uint32_t filled = 0;         // bubbles (chunk_count - received)
+  CloseReason reason = CloseReason::kComplete;
+  bool fell_back = false;      // the loss bound was crossed: delivered reliably
+  double threshold = 1.0;      // Early Close threshold in force at close
+  Nanos opened = 0;
+  Nanos closed = 0;
+};
+
+// Where a packet produced by a state machine goes. head/payload are only valid during the
+// call: the implementation copies them into its own buffer (an mbuf, a simulator packet).
+// Splitting head and payload lets the dataplane place the payload in an mbuf straight from
+// the message buffer, with no staging copy.
+struct TxMeta {
+  uint16_t peer_node = 0;
+  uint16_t path_id = 0;
+  wire::MsgType type = wire::MsgType::kData;
+  uint16_t trailer_len = 0;  // bytes to append after payload (the AEAD tag; zeros for now)
+};
+
+class PacketSink {
+ public:
+  virtual ~PacketSink() = default;
+  virtual void send(const TxMeta& meta, std::span<const uint8_t> head, std::span<const uint8_t> payload) = 0;
+};
+
+}  // namespace sg::ltp

@@ -1,0 +1,352 @@
+// Handler-level receiver tests on hand-built packets. Each test says what must happen.
+#include "ltp/receiver.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "test_net.h"
+#include "wire/ltp_codec.h"
+
+namespace sg::ltp {
+namespace {
+
+using testing::CaptureTx;
+using wire::MsgType;
+
+constexpr uint32_t kJob = 1, kRound = 10, kPolicy = 3;
+constexpr uint16_t kSrc = 7;
+
+class RecordingSink final : public ReceiverSink {
+ public:
+  void on_chunk(const ChunkRef& c, std::span<const uint8_t> p) override {
+    chunks[c.chunk_index] = std::vector<uint8_t>(p.begin(), p.end());
+    refs.push_back(c);
+  }
+  void on_bubble(const ChunkRef& c, FillRule rule) override {
+    bubbles.push_back(c.chunk_index);
+    rules.push_back(rule);
+    EXPECT_TRUE(ends.empty()) << "bubbles come before the end";
+  }
+  void on_transfer_end(const TransferSummary& s) override { ends.push_back(s); }
+  void on_sample(const ArrivalSample& s) override { samples.push_back(s); }
+  std::map<uint32_t, std::vector<uint8_t>> chunks;
+  std::vector<ChunkRef> refs;
+  std::vector<uint32_t> bubbles;
+  std::vector<FillRule> rules;
+  std::vector<TransferSummary> ends;
+  std::vector<ArrivalSample> samples;
+};
+
+wire::DataFields fields(uint32_t idx, uint32_t count) {
+  wire::DataFields f;
+  f.src_node = kSrc;
+  f.job = kJob;
+  f.round = kRound;
+  f.policy_version = kPolicy;
+  f.shard = 0;
+  f.path_id = 1;
+  f.chunk_index = idx;
+  f.chunk_count = count;
+  f.contributors = 2;
+  f.send_ts = 1000 + idx;
+  return f;
+}
+
+std::vector<uint8_t> data(const wire::DataFields& f, size_t plen = 16) {
+  std::vector<uint8_t> payload(plen);
+  for (size_t i = 0; i < plen; ++i) payload[i] = static_cast<uint8_t>(f.chunk_index * 3 + i);
+  std::vector<uint8_t> b(wire::data_msg_len(static_cast<uint16_t>(plen), f.flags & wire::kFlagAuthTag));
+  EXPECT_TRUE(wire::build_data(b, f, payload).ok());
+  return b;
+}
+
+class ReceiverTest : public ::testing::Test {
+ protected:
+  void SetUp() override { make({}); }
+  void make(ReceiverConfig cfg) {
+    cfg.local_node = 99;
+    cfg_ = cfg;
+    rx_ = std::make_unique<Receiver>(cfg);
+    ASSERT_TRUE(rx_->begin_round(kJob, kRound, kPolicy, now_, sink_, tx_));
+  }
+  void feed(const std::vector<uint8_t>& b) { rx_->on_packet(b, now_, sink_, tx_); }
+  Nanos now_ = 1 * kSecond;
+  ReceiverConfig cfg_;
+  std::unique_ptr<Receiver> rx_;
+  RecordingSink sink_;
+  CaptureTx tx_;
+};
+
+TEST_F(ReceiverTest, InOrderDeliversEachChunkOnceAndClosesComplete) {
+  for (uint32_t i = 0; i < 4; ++i) feed(data(fields(i, 4)));
+  ASSERT_EQ(sink_.chunks.size(), 4u);
+  for (uint32_t i = 0; i < 4; ++i) {
+    const auto b = data(fields(i, 4));
+    EXPECT_EQ(sink_.chunks[i], std::vector<uint8_t>(b.begin() + sizeof(wire::DataHeader), b.end()));
+  }
+  EXPECT_EQ(sink_.refs[0].contributors, 2);
+  ASSERT_EQ(sink_.ends.size(), 1u);
+  EXPECT_EQ(sink_.ends[0].reason, CloseReason::kComplete);
+  EXPECT_EQ(sink_.ends[0].filled, 0u);
+  EXPECT_TRUE(sink_.bubbles.empty());
+  EXPECT_EQ(rx_->open_transfers(), 0u);
+  auto close = wire::parse_close(tx_.last(MsgType::kClose)->bytes);
+  ASSERT_TRUE(close.ok());
+  EXPECT_EQ(close->f.kept_count, 4u);
+  EXPECT_EQ(close->bitmap[0] & 0x0f, 0x0f);
+  EXPECT_EQ(rx_->stats().closed_complete, 1u);
+}
+
+TEST_F(ReceiverTest, DuplicateIsDroppedCountedAndAcked) {
+  feed(data(fields(0, 4)));
+  const size_t acks = tx_.count(MsgType::kAck);
+  feed(data(fields(0, 4)));
+  EXPECT_EQ(sink_.refs.size(), 1u) << "delivered once";
+  EXPECT_EQ(rx_->stats().duplicates, 1u);
+  EXPECT_EQ(tx_.count(MsgType::kAck), acks + 1) << "a duplicate means our ACK was lost: ACK at once";
+}
+
+TEST_F(ReceiverTest, AckCarriesCumulativePointSackAndEcho) {
+  feed(data(fields(0, 8)));
+  feed(data(fields(1, 8)));
+  feed(data(fields(3, 8)));  // gap at 2: ACK at once
+  auto ack = wire::parse_ack(tx_.last(MsgType::kAck)->bytes);
+  ASSERT_TRUE(ack.ok());
+  EXPECT_EQ(ack->f.cum_ack, 2u);
+  EXPECT_EQ(ack->f.received, 3u);
+  EXPECT_EQ(ack->f.echo_ts, 1003u) << "echoes the send_ts of the triggering DATA";
+  EXPECT_EQ(ack->f.ack_ts, static_cast<uint64_t>(now_));
+  const uint32_t bit3 = 3 - ack->f.sack_base;
+  EXPECT_TRUE(ack->sack_bit(bit3));
+  EXPECT_FALSE(ack->sack_bit(2 - ack->f.sack_base));
+}
+
+TEST_F(ReceiverTest, InOrderAcksEveryNthAndFlushesHeldAck) {
+  feed(data(fields(0, 8)));
+  EXPECT_EQ(tx_.count(MsgType::kAck), 0u) << "first in-order chunk: ACK held (ack_every = 2)";
+  const Nanos due = rx_->poll(now_, sink_, tx_);
+  EXPECT_EQ(due, now_ + cfg_.ack_delay);
+  feed(data(fields(1, 8)));
+  EXPECT_EQ(tx_.count(MsgType::kAck), 1u);
+  feed(data(fields(2, 8)));
+  now_ += cfg_.ack_delay;
+  rx_->poll(now_, sink_, tx_);
+  EXPECT_EQ(tx_.count(MsgType::kAck), 2u) << "held ACK sent after ack_delay";
+}
+
+TEST_F(ReceiverTest, PastRoundIsStaleAndAnsweredWithClose) {
+  auto f = fields(0, 4);
+  f.round = kRound - 1;
+  feed(data(f));
+  EXPECT_TRUE(sink_.refs.empty());
+  EXPECT_EQ(rx_->stats().stale_round, 1u);
+  auto close = wire::parse_close(tx_.last(MsgType::kClose)->bytes);
+  ASSERT_TRUE(close.ok());
+  EXPECT_EQ(close->f.reason, CloseReason::kStale) << "so the late sender stops";
+  EXPECT_EQ(close->f.round, kRound - 1);
+}
+
+TEST_F(ReceiverTest, NextRoundIsAcceptedFartherIsDropped) {
+  auto f = fields(0, 4);
+  f.round = kRound + 1;  // within rounds_ahead = 1: a fast sender may start early
+  feed(data(f));
+  EXPECT_EQ(sink_.refs.size(), 1u);
+  f.round = kRound + 2;
+  feed(data(f));
+  EXPECT_EQ(sink_.refs.size(), 1u);
+  EXPECT_EQ(rx_->stats().future_round, 1u);
+  EXPECT_EQ(tx_.count(MsgType::kClose), 0u) << "no CLOSE: the sender must retry later";
+}
+
+TEST_F(ReceiverTest, WrongPolicyVersionNeverMixesIntoARound) {
+  auto f = fields(0, 4);
+  f.policy_version = kPolicy - 1;
+  feed(data(f));
+  EXPECT_EQ(rx_->stats().stale_policy, 1u);
+  EXPECT_EQ(tx_.count(MsgType::kClose), 1u);
+  f.policy_version = kPolicy + 1;
+  feed(data(f));
+  EXPECT_EQ(rx_->stats().future_policy, 1u);
+  EXPECT_TRUE(sink_.refs.empty());
+  // A scheduled switch at the next round: that round takes only the new version.
+  ASSERT_TRUE(rx_->schedule_policy(kJob, kRound + 1, kPolicy + 1));
+  f.round = kRound + 1;
+  feed(data(f));
+  EXPECT_EQ(sink_.refs.size(), 1u);
+  f.policy_version = kPolicy;
+  f.chunk_index = 1;
+  feed(data(f));
+  EXPECT_EQ(sink_.refs.size(), 1u);
+  EXPECT_EQ(rx_->stats().stale_policy, 2u);
+}
+
+TEST_F(ReceiverTest, UnknownVersionIsRejected) {
+  auto b = data(fields(0, 4));
+  b[offsetof(wire::LtpCommon, version)] = 2;
+  feed(b);
+  EXPECT_TRUE(sink_.refs.empty());
+  EXPECT_EQ(rx_->stats().bad_version, 1u);
+  auto rej = wire::parse_reject(tx_.last(MsgType::kReject)->bytes);
+  ASSERT_TRUE(rej.ok());
+  EXPECT_EQ(rej->offending_version, 2);
+  EXPECT_EQ(rej->max_version, wire::kLtpMaxVersion);
+  EXPECT_EQ(tx_.last(MsgType::kReject)->meta.peer_node, kSrc);
+}
+
+TEST_F(ReceiverTest, TruncatedAtEveryLengthIsDroppedAsMalformed) {
+  const auto b = data(fields(0, 4));
+  for (size_t n = 0; n < b.size(); ++n) feed(std::vector<uint8_t>(b.begin(), b.begin() + n));
+  EXPECT_TRUE(sink_.refs.empty());
+  EXPECT_EQ(rx_->stats().malformed, b.size());
+  EXPECT_EQ(rx_->open_transfers(), 0u) << "nothing opened by garbage";
+}
+
+TEST_F(ReceiverTest, LyingLengthFieldsAreDropped) {
+  auto b = data(fields(0, 4));
+  b[offsetof(wire::DataHeader, payload_len) + 1] += 1;  // payload_len too long
+  feed(b);
+  b = data(fields(0, 4));
+  b[offsetof(wire::DataHeader, payload_len) + 1] -= 1;  // too short
+  feed(b);
+  b = data(fields(0, 4));
+  b[offsetof(wire::DataHeader, chunk_index) + 3] = 4;  // index == count
+  feed(b);
+  EXPECT_EQ(rx_->stats().malformed, 3u);
+  EXPECT_TRUE(sink_.refs.empty());
+  // chunk_count disagreeing with the open transfer's.
+  feed(data(fields(0, 4)));
+  feed(data(fields(1, 5)));
+  EXPECT_EQ(rx_->stats().count_mismatch, 1u);
+  EXPECT_EQ(sink_.refs.size(), 1u);
+}
+
+TEST_F(ReceiverTest, OversizedTransferIsRefused) {
+  ReceiverConfig c;
+  c.max_chunks = 16;
+  make(c);
+  feed(data(fields(0, 17)));
+  EXPECT_EQ(rx_->stats().refused_too_large, 1u);
+  auto close = wire::parse_close(tx_.last(MsgType::kClose)->bytes);
+  ASSERT_TRUE(close.ok());
+  EXPECT_EQ(close->f.reason, CloseReason::kRefused);
+}
+
+TEST_F(ReceiverTest, FullTableRefusesSilentlyAndCounts) {
+  ReceiverConfig c;
+  c.max_transfers = 2;
+  make(c);
+  for (uint16_t shard = 0; shard < 3; ++shard) {
+    auto f = fields(0, 4);
+    f.shard = shard;
+    feed(data(f));
+  }
+  EXPECT_EQ(rx_->open_transfers(), 2u);
+  EXPECT_EQ(rx_->stats().refused_table_full, 1u);
+  EXPECT_EQ(tx_.count(MsgType::kClose), 0u) << "the sender retries; a slot frees up";
+}
+
+TEST_F(ReceiverTest, UnknownJobAndWrongTypeAreCounted) {
+  auto f = fields(0, 4);
+  f.job = 77;
+  feed(data(f));
+  EXPECT_EQ(rx_->stats().unknown_job, 1u);
+  std::vector<uint8_t> ack(sizeof(wire::AckHeader));
+  ASSERT_TRUE(wire::build_ack(ack, {}, {}).ok());
+  feed(ack);
+  EXPECT_EQ(rx_->stats().wrong_type, 1u);
+}
+
+TEST_F(ReceiverTest, LateDataAfterCloseGetsCloseAgainNotANewTransfer) {
+  for (uint32_t i = 0; i < 2; ++i) feed(data(fields(i, 2)));
+  ASSERT_EQ(sink_.ends.size(), 1u);
+  const size_t closes = tx_.count(MsgType::kClose);
+  feed(data(fields(0, 2)));
+  EXPECT_EQ(rx_->stats().late_after_close, 1u);
+  EXPECT_EQ(tx_.count(MsgType::kClose), closes + 1);
+  EXPECT_EQ(rx_->open_transfers(), 0u);
+  EXPECT_EQ(sink_.refs.size(), 2u);
+}
+
+TEST_F(ReceiverTest, EarlyCloseFillsBubblesOnceStalledAboveThreshold) {
+  ReceiverConfig c;
+  c.early_close.initial_loss = 0.04;  // threshold 1 - 0.5 * 0.04 = 0.98
+  c.fill_rule = FillRule::kPrevious;
+  make(c);
+  EXPECT_DOUBLE_EQ(rx_->threshold(), 0.98);
+  for (uint32_t i = 0; i < 100; ++i)
+    if (i != 50) feed(data(fields(i, 100)));
+  EXPECT_TRUE(sink_.ends.empty());
+  const Nanos quiet = EarlyClose(c.early_close).quiet(rx_->srtt(), 0);
+  now_ += quiet - 1;
+  rx_->poll(now_, sink_, tx_);
+  EXPECT_TRUE(sink_.ends.empty()) << "not stalled yet";
+  now_ += 1;
+  rx_->poll(now_, sink_, tx_);
+  ASSERT_EQ(sink_.ends.size(), 1u);
+  EXPECT_EQ(sink_.ends[0].reason, CloseReason::kEarlyClose);
+  ASSERT_EQ(sink_.bubbles, std::vector<uint32_t>{50});
+  EXPECT_EQ(sink_.rules[0], FillRule::kPrevious);
+  EXPECT_EQ(sink_.ends[0].filled, 1u);
+  auto close = wire::parse_close(tx_.last(MsgType::kClose)->bytes);
+  ASSERT_TRUE(close.ok());
+  EXPECT_EQ(close->f.kept_count, 99u);
+  EXPECT_EQ(close->f.fill_rule, static_cast<uint8_t>(FillRule::kPrevious));
+  EXPECT_FALSE((close->bitmap[50 / 8] >> (50 % 8)) & 1) << "chunk 50 reported as a bubble";
+  EXPECT_TRUE((close->bitmap[49 / 8] >> (49 % 8)) & 1);
+}
+
+TEST_F(ReceiverTest, BelowThresholdWaitsAndPastTheBoundFallsBackToReliable) {
+  for (uint32_t i = 0; i < 80; ++i) feed(data(fields(i, 100)));
+  now_ += 600 * kMilli;  // well past any quiet time
+  rx_->poll(now_, sink_, tx_);
+  EXPECT_TRUE(sink_.ends.empty()) << "20% missing > 10% bound: never close early";
+  EXPECT_EQ(rx_->stats().fallbacks, 1u);
+  for (uint32_t i = 80; i < 99; ++i) feed(data(fields(i, 100)));
+  now_ += 600 * kMilli;
+  rx_->poll(now_, sink_, tx_);
+  EXPECT_TRUE(sink_.ends.empty()) << "fell back: 99% is not enough any more";
+  feed(data(fields(99, 100)));
+  ASSERT_EQ(sink_.ends.size(), 1u);
+  EXPECT_EQ(sink_.ends[0].reason, CloseReason::kComplete);
+  EXPECT_TRUE(sink_.ends[0].fell_back);
+  EXPECT_TRUE(sink_.bubbles.empty());
+}
+
+TEST_F(ReceiverTest, SilentSenderIsAbandonedWithBubbles) {
+  feed(data(fields(0, 10)));
+  now_ += cfg_.abandon_after;
+  rx_->poll(now_, sink_, tx_);
+  ASSERT_EQ(sink_.ends.size(), 1u);
+  EXPECT_EQ(sink_.ends[0].reason, CloseReason::kAbandoned);
+  EXPECT_EQ(sink_.bubbles.size(), 9u);
+  EXPECT_EQ(rx_->open_transfers(), 0u);
+}
+
+TEST_F(ReceiverTest, NextRoundSupersedesOpenTransfers) {
+  feed(data(fields(0, 10)));
+  ASSERT_TRUE(rx_->begin_round(kJob, kRound + 1, kPolicy, now_, sink_, tx_));
+  ASSERT_EQ(sink_.ends.size(), 1u);
+  EXPECT_EQ(sink_.ends[0].reason, CloseReason::kSuperseded);
+  EXPECT_EQ(sink_.bubbles.size(), 9u);
+  feed(data(fields(1, 10)));
+  EXPECT_EQ(rx_->stats().stale_round, 1u);
+}
+
+TEST_F(ReceiverTest, SamplesCarryBytesPathAndRtt) {
+  auto f = fields(0, 4);
+  feed(data(f));
+  ASSERT_EQ(sink_.samples.size(), 1u);
+  EXPECT_EQ(sink_.samples[0].bytes, 56u + 16u);
+  EXPECT_EQ(sink_.samples[0].path_id, 1);
+  EXPECT_EQ(sink_.samples[0].rtt, -1) << "no echo yet";
+  f.chunk_index = 1;
+  f.echo_ts = static_cast<uint64_t>(now_ - 3 * kMilli);  // echo of an ACK we sent 3 ms ago
+  feed(data(f));
+  EXPECT_EQ(sink_.samples[1].rtt, 3 * kMilli);
+  EXPECT_EQ(rx_->srtt(), 3 * kMilli);
+}
+
+}  // namespace
+}  // namespace sg::ltp

@@ -1,0 +1,258 @@
+// Sender handler tests: what goes out, how ACK/CLOSE/REJECT are taken, loss and timers.
+#include "ltp/sender.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "ltp/aimd_controller.h"
+#include "ltp/delivery_rate_controller.h"
+#include "test_net.h"
+
+namespace sg::ltp {
+namespace {
+
+using testing::CaptureTx;
+using wire::MsgType;
+
+constexpr uint16_t kMe = 7, kPeer = 99;
+
+class SenderTest : public ::testing::Test {
+ protected:
+  void start(uint32_t chunks, SenderConfig cfg = {}) {
+    cfg.local_node = kMe;
+    cfg.peer_node = kPeer;
+    data_.assign(static_cast<size_t>(chunks) * 100, 0);
+    for (size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<uint8_t>(i * 13);
+    tx_ = std::make_unique<Sender>(cfg, aimd_, rng_);
+    TransferSpec s;
+    s.job = 1;
+    s.round = 2;
+    s.policy_version = 3;
+    s.shard = 4;
+    s.contributors = 5;
+    s.chunk_size = 100;
+    s.data = data_;
+    ASSERT_TRUE(tx_->start(s, now_));
+  }
+  std::vector<uint8_t> ack(uint32_t cum, std::vector<uint32_t> sacked, uint64_t echo, uint32_t round = 2) {
+    wire::AckFields f;
+    f.src_node = kPeer;
+    f.job = 1;
+    f.round = round;
+    f.policy_version = 3;
+    f.shard = 4;
+    f.cum_ack = cum;
+    f.received = cum + static_cast<uint32_t>(sacked.size());
+    f.ack_ts = static_cast<uint64_t>(now_);
+    f.echo_ts = echo;
+    f.sack_base = cum & ~7u;
+    std::vector<uint8_t> bits(wire::kAckSackBits / 8, 0);
+    for (uint32_t i : sacked) bits[(i - f.sack_base) / 8] |= static_cast<uint8_t>(1 << ((i - f.sack_base) % 8));
+    std::vector<uint8_t> b(sizeof(wire::AckHeader));
+    EXPECT_TRUE(wire::build_ack(b, f, bits).ok());
+    return b;
+  }
+  std::vector<wire::DataMsg> sent_data() {
+    std::vector<wire::DataMsg> out;
+    for (const auto& p : cap_.pkts) {
+      auto m = wire::parse_data(p.bytes);
+      EXPECT_TRUE(m.ok());
+      if (m) out.push_back(*m);
+    }
+    return out;
+  }
+  Nanos now_ = 5 * kSecond;
+  Rng rng_{1};
+  AimdController aimd_;
+  std::vector<uint8_t> data_;
+  std::unique_ptr<Sender> tx_;
+  CaptureTx cap_;
+};
+
+TEST_F(SenderTest, FirstFlightIsTheInitialWindowWithCorrectHeaders) {
+  start(50);
+  tx_->poll(now_, cap_);
+  auto d = sent_data();
+  ASSERT_EQ(d.size(), 10u) << "IW10";
+  for (uint32_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(d[i].f.chunk_index, i);
+    EXPECT_EQ(d[i].f.chunk_count, 50u);
+    EXPECT_EQ(d[i].f.contributors, 5);
+    EXPECT_EQ(d[i].f.round, 2u);
+    EXPECT_EQ(d[i].f.send_ts, static_cast<uint64_t>(now_));
+    EXPECT_EQ(d[i].f.flags & wire::kFlagRetransmit, 0);
+    EXPECT_TRUE(std::equal(d[i].payload.begin(), d[i].payload.end(), data_.begin() + i * 100));
+  }
+}
+
+TEST_F(SenderTest, ChunksSpreadOverPathsByWeight) {
+  SenderConfig c;
+  c.paths[0] = {10, 3};
+  c.paths[1] = {20, 1};
+  c.path_count = 2;
+  start(8, c);
+  tx_->poll(now_, cap_);
+  std::map<uint16_t, int> per;
+  for (const auto& p : cap_.pkts) ++per[p.meta.path_id];
+  EXPECT_EQ(per[10], 6);
+  EXPECT_EQ(per[20], 2);
+}
+
+TEST_F(SenderTest, ShuffledOrderSendsEveryChunkOnce) {
+  SenderConfig c;
+  c.shuffle = true;
+  start(10, c);
+  tx_->poll(now_, cap_);
+  std::vector<int> seen(10, 0);
+  bool in_order = true;
+  auto d = sent_data();
+  for (size_t k = 0; k < d.size(); ++k) {
+    ++seen[d[k].f.chunk_index];
+    in_order &= d[k].f.chunk_index == k;
+  }
+  EXPECT_EQ(seen, std::vector<int>(10, 1));
+  EXPECT_FALSE(in_order);
+}
+
+TEST_F(SenderTest, SackGapIsRetransmittedWithFlag) {
+  start(50);
+  tx_->poll(now_, cap_);
+  now_ += 10 * kMilli;
+  // Chunk 0 lost, 1..9 arrived: 3+ later chunks acked -> 0 is lost.
+  tx_->on_packet(ack(0, {1, 2, 3, 4, 5, 6, 7, 8, 9}, static_cast<uint64_t>(now_ - 10 * kMilli)), now_);
+  EXPECT_EQ(tx_->acked_chunks(), 9u);
+  EXPECT_EQ(tx_->stats().losses, 1u);
+  EXPECT_EQ(tx_->srtt(), 10 * kMilli);
+  cap_.pkts.clear();
+  tx_->poll(now_, cap_);
+  auto d = sent_data();
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d[0].f.chunk_index, 0u) << "retransmissions go first";
+  EXPECT_TRUE(d[0].f.flags & wire::kFlagRetransmit);
+  EXPECT_EQ(d[0].f.echo_ts, static_cast<uint64_t>(now_)) << "echoes the ACK's timestamp";
+  EXPECT_EQ(aimd_.reductions(), 1u);
+}
+
+TEST_F(SenderTest, DuplicateLateAndForeignAcksAreHarmless) {
+  start(20);
+  tx_->poll(now_, cap_);
+  now_ += kMilli;
+  const auto a = ack(5, {}, static_cast<uint64_t>(now_ - kMilli));
+  tx_->on_packet(a, now_);
+  tx_->on_packet(a, now_);  // duplicate
+  EXPECT_EQ(tx_->acked_chunks(), 5u);
+  tx_->on_packet(ack(3, {}, 0), now_);  // late, older cumulative point
+  EXPECT_EQ(tx_->acked_chunks(), 5u);
+  tx_->on_packet(ack(20, {}, 0, /*round=*/1), now_);  // another round
+  EXPECT_EQ(tx_->acked_chunks(), 5u);
+  EXPECT_EQ(tx_->stats().acks_ignored, 1u);
+  EXPECT_EQ(tx_->stats().losses, 0u);
+  auto bad = a;
+  bad.resize(bad.size() - 1);
+  tx_->on_packet(bad, now_);
+  EXPECT_EQ(tx_->stats().acks_ignored, 2u);
+}
+
+TEST_F(SenderTest, AckForUnsentChunksIsIgnored) {
+  start(2000);
+  tx_->poll(now_, cap_);  // sends 0..9
+  tx_->on_packet(ack(0, {500, 501}, 0), now_);
+  EXPECT_EQ(tx_->acked_chunks(), 0u);
+}
+
+TEST_F(SenderTest, AllAckedEndsTheTransfer) {
+  start(5);
+  tx_->poll(now_, cap_);
+  tx_->on_packet(ack(5, {}, static_cast<uint64_t>(now_)), now_ + kMilli);
+  EXPECT_TRUE(tx_->done());
+  EXPECT_EQ(tx_->state(), SenderState::kAcked);
+  EXPECT_EQ(tx_->poll(now_ + kMilli, cap_), kNever);
+}
+
+TEST_F(SenderTest, CloseEndsAndRecordsWhatWasKept) {
+  start(20);
+  tx_->poll(now_, cap_);
+  wire::CloseFields c;
+  c.src_node = kPeer;
+  c.job = 1;
+  c.round = 2;
+  c.shard = 4;
+  c.chunk_count = 20;
+  c.kept_count = 19;
+  c.reason = CloseReason::kEarlyClose;
+  std::vector<uint8_t> b(sizeof(wire::CloseHeader));
+  ASSERT_TRUE(wire::build_close(b, c, {}).ok());
+  auto other = b;
+  other[offsetof(wire::LtpCommon, src_node) + 1] = 1;  // from someone else
+  tx_->on_packet(other, now_);
+  EXPECT_FALSE(tx_->done());
+  tx_->on_packet(b, now_);
+  EXPECT_EQ(tx_->state(), SenderState::kClosed);
+  EXPECT_EQ(tx_->close_reason(), CloseReason::kEarlyClose);
+  EXPECT_EQ(tx_->close_kept(), 19u);
+}
+
+TEST_F(SenderTest, RejectEndsTheTransfer) {
+  start(20);
+  wire::RejectFields r;
+  r.src_node = kPeer;
+  r.job = 1;
+  r.offending_version = wire::kLtpVersion;
+  std::vector<uint8_t> b(sizeof(wire::RejectHeader));
+  ASSERT_TRUE(wire::build_reject(b, r).ok());
+  tx_->on_packet(b, now_);
+  EXPECT_EQ(tx_->state(), SenderState::kRejected);
+}
+
+TEST_F(SenderTest, TimeoutRetransmitsAfterAtLeastTheMinimumRto) {
+  start(50);
+  tx_->poll(now_, cap_);
+  // One ACK gives an RTT sample of 1 ms; the Linux-like RTO is still >= 200 ms.
+  tx_->on_packet(ack(1, {}, static_cast<uint64_t>(now_)), now_ + kMilli);
+  cap_.pkts.clear();
+  const Nanos t = now_ + kMilli;
+  Nanos next = tx_->poll(t, cap_);
+  cap_.pkts.clear();
+  EXPECT_GE(next - now_, 10 * kMilli) << "probe no sooner than max(2 srtt, 10 ms) after the last send";
+  // Walk time forward to the deadline(s): a tail-loss probe, then the RTO.
+  Nanos at = t;
+  for (int i = 0; i < 4 && tx_->stats().timeouts == 0; ++i) {
+    at = tx_->poll(at, cap_);
+  }
+  EXPECT_EQ(tx_->stats().timeouts, 1u);
+  EXPECT_GE(at - t, 200 * kMilli);
+  EXPECT_EQ(aimd_.cwnd_bytes(), 100u + sizeof(wire::DataHeader)) << "cwnd 1 MSS after RTO";
+  auto d = sent_data();
+  ASSERT_FALSE(d.empty());
+  EXPECT_TRUE(d.back().f.flags & wire::kFlagRetransmit);
+}
+
+TEST_F(SenderTest, GivesUpWithoutProgress) {
+  SenderConfig c;
+  c.give_up_after = 3 * kSecond;
+  start(20, c);
+  Nanos at = now_;
+  for (int i = 0; i < 100 && !tx_->done(); ++i) at = std::max(at, tx_->poll(at, cap_));
+  EXPECT_EQ(tx_->state(), SenderState::kTimedOut);
+  EXPECT_GE(tx_->finished_at() - now_, 3 * kSecond);
+}
+
+TEST_F(SenderTest, RefusesBadSpecs) {
+  SenderConfig c;
+  c.max_chunks = 4;
+  c.local_node = kMe;
+  Sender s(c, aimd_, rng_);
+  std::vector<uint8_t> d(500);
+  TransferSpec spec;
+  spec.chunk_size = 100;
+  spec.data = d;
+  EXPECT_FALSE(s.start(spec, 0)) << "5 chunks > max 4";
+  spec.data = std::span(d).first(400);
+  EXPECT_TRUE(s.start(spec, 0));
+  EXPECT_FALSE(s.start(spec, 0)) << "one at a time";
+}
+
+}  // namespace
+}  // namespace sg::ltp
