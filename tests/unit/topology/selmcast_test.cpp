@@ -1,0 +1,77 @@
+#include "topology/selmcast.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+namespace sg::topo {
+namespace {
+
+McastInstance uniform_instance(int n, double bw, double budget) {
+  McastInstance in;
+  in.n = n;
+  in.bw.assign(n * n, bw);
+  in.rtt.assign(n * n, 0.02);
+  in.out_cap.assign(n, 1e12);
+  in.in_cap.assign(n, 1e12);
+  in.ready.assign(n, 0.0);
+  in.update_bytes = 10e6;
+  in.budget_s = budget;
+  return in;
+}
+
+TEST(SelMcast, EverySenderGetsExactlyPDistinctReceivers) {
+  McastInstance in = uniform_instance(10, 100e6, 1.0);
+  Rng rng(1);
+  for (const Selection& sel : {select_receivers(in, {3}), random_receivers(in, {3}, rng)})
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_EQ(sel[i].size(), 3u);
+      std::set<int> s(sel[i].begin(), sel[i].end());
+      EXPECT_EQ(s.size(), 3u);
+      EXPECT_FALSE(s.count(i));
+    }
+}
+
+TEST(SelMcast, AvoidsSlowLinksAndOverloadedReceivers) {
+  // Links into site 0 are slow; site 1's downlink is tiny. 10 MB in 1 s needs >= ~10 MB/s.
+  McastInstance in = uniform_instance(6, 100e6, 1.0);
+  for (int i = 0; i < 6; ++i) in.bw[i * 6 + 0] = 1e6;
+  in.in_cap[1] = 12e6;  // one transfer fits, two do not
+  const McastParams prm{3, SyncMode::kBsp, 0};
+  const Selection sel = select_receivers(in, prm);
+  const McastScore s = score_selection(in, prm, sel);
+  // Site 0 is never reachable and site 1 by one sender only, but sites 2..5 leave every
+  // sender 3 reachable receivers: a global choice reaches all of them.
+  EXPECT_DOUBLE_EQ(s.mean_p, 3.0);
+  int into1 = 0;
+  for (int i = 0; i < 6; ++i)
+    for (int j : sel[i]) into1 += j == 1;
+  EXPECT_LE(into1, 1);
+  Rng rng(4);
+  double rnd = 0;
+  for (int k = 0; k < 50; ++k) rnd += score_selection(in, prm, random_receivers(in, prm, rng)).mean_p / 50;
+  EXPECT_GT(s.mean_p, rnd);
+}
+
+TEST(SelMcast, SspToleratesStragglersButNotSlowLinks) {
+  McastInstance in = uniform_instance(4, 100e6, 1.0);
+  in.ready[2] = 1.5;  // straggler: late by half a round
+  const McastParams bsp{3, SyncMode::kBsp, 0}, ssp{3, SyncMode::kSsp, 1};
+  const Selection all = {{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}};
+  EXPECT_DOUBLE_EQ(score_selection(in, bsp, all).mean_p, 9.0 / 4);  // the straggler misses
+  EXPECT_DOUBLE_EQ(score_selection(in, ssp, all).mean_p, 3.0);
+  // A link too slow to carry one update per round never counts, however stale we allow.
+  in.bw[0 * 4 + 1] = 5e6;
+  const McastParams ssp5{3, SyncMode::kSsp, 5};
+  EXPECT_DOUBLE_EQ(score_selection(in, ssp5, all).mean_p, 11.0 / 4);
+}
+
+TEST(SelMcast, RoundTimeIsTheLastSelectedFinish) {
+  McastInstance in = uniform_instance(3, 100e6, 1.0);
+  const Selection sel = {{1}, {2}, {0}};
+  EXPECT_NEAR(score_selection(in, {1}, sel).round_time_s, 0.01 + 10e6 / 100e6, 1e-12);
+}
+
+}  // namespace
+}  // namespace sg::topo
