@@ -91,6 +91,28 @@ void int8_encode_scalar(const float* g, float* r, uint8_t* out, size_t n, float 
   }
 }
 
+inline uint32_t abs_key(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u & 0x7fffffffu;
+}
+
+size_t gather_bucket_scalar(const float* x, size_t n, uint32_t bucket, int shift, uint32_t* keys) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t k = abs_key(x[i]);
+    if ((k >> shift) == bucket) keys[m++] = k;
+  }
+  return m;
+}
+
+size_t indices_at_least_scalar(const float* x, size_t n, uint32_t thr, uint32_t* idx) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (abs_key(x[i]) >= thr) idx[m++] = static_cast<uint32_t>(i);
+  return m;
+}
+
 void f16_decode_scalar(const uint8_t* in, float* out, size_t n, bool add) {
   if (add)
     for (size_t i = 0; i < n; ++i) out[i] += half_to_float(load_u16(in + 2 * i));
@@ -305,6 +327,41 @@ SG_AVX512 void int8_encode_avx512(const float* g, float* r, uint8_t* out, size_t
   int8_encode_scalar(g + i, r ? r + i : nullptr, out + i, n - i, inv_scale, scale);
 }
 
+// Top-k selects few elements: most 16-lane blocks have an empty mask and cost one compare.
+// Compress in a register and store all 16 lanes (the output has kTopKScratchPad spare
+// slots): compress-to-memory is microcoded and slow on AMD Zen 4.
+SG_AVX512 size_t gather_bucket_avx512(const float* x, size_t n, uint32_t bucket, int shift, uint32_t* keys) {
+  const __m512i absmask = _mm512_set1_epi32(0x7fffffff), b = _mm512_set1_epi32(static_cast<int>(bucket));
+  size_t m = 0, i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i k = _mm512_and_si512(_mm512_loadu_si512(x + i), absmask);
+    const __mmask16 hit = _mm512_cmpeq_epi32_mask(_mm512_srli_epi32(k, static_cast<unsigned>(shift)), b);
+    if (hit) {
+      _mm512_storeu_si512(keys + m, _mm512_maskz_compress_epi32(hit, k));
+      m += static_cast<size_t>(__builtin_popcount(hit));
+    }
+  }
+  return m + gather_bucket_scalar(x + i, n - i, bucket, shift, keys + m);
+}
+
+SG_AVX512 size_t indices_at_least_avx512(const float* x, size_t n, uint32_t thr, uint32_t* idx) {
+  const __m512i absmask = _mm512_set1_epi32(0x7fffffff), t = _mm512_set1_epi32(static_cast<int>(thr));
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  size_t m = 0, i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i k = _mm512_and_si512(_mm512_loadu_si512(x + i), absmask);
+    const __mmask16 hit = _mm512_cmpge_epu32_mask(k, t);
+    if (hit) {
+      const __m512i pos = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(i)));
+      _mm512_storeu_si512(idx + m, _mm512_maskz_compress_epi32(hit, pos));
+      m += static_cast<size_t>(__builtin_popcount(hit));
+    }
+  }
+  const size_t tail = indices_at_least_scalar(x + i, n - i, thr, idx + m);
+  for (size_t j = m; j < m + tail; ++j) idx[j] += static_cast<uint32_t>(i);
+  return m + tail;
+}
+
 SG_AVX512 void f16_decode_avx512(const uint8_t* in, float* out, size_t n, bool add) {
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -341,11 +398,14 @@ SG_AVX512 void int8_decode_avx512(const uint8_t* in, float* out, size_t n, float
 #endif
 
 constexpr CodecKernels kScalar{f32_encode_scalar, f16_encode_scalar, bf16_encode_scalar, max_abs_scalar, int8_encode_scalar,
+                               gather_bucket_scalar, indices_at_least_scalar,
                                f16_decode_scalar, bf16_decode_scalar, int8_decode_scalar};
 #if defined(__x86_64__)
 constexpr CodecKernels kAvx2{f32_encode_avx2, f16_encode_avx2, bf16_encode_avx2, max_abs_avx2, int8_encode_avx2,
+                             gather_bucket_scalar, indices_at_least_scalar,
                              f16_decode_avx2, bf16_decode_avx2, int8_decode_avx2};
 constexpr CodecKernels kAvx512{f32_encode_avx512, f16_encode_avx512, bf16_encode_avx512, max_abs_avx512, int8_encode_avx512,
+                               gather_bucket_avx512, indices_at_least_avx512,
                                f16_decode_avx512, bf16_decode_avx512, int8_decode_avx512};
 #endif
 

@@ -14,6 +14,9 @@
 
 namespace sg::compress {
 
+// Spare u32 slots the top-k kernels may write past their count (whole-vector stores).
+inline constexpr size_t kTopKScratchPad = 16;
+
 struct CodecKernels {
   // x = g + r written as float32 bytes (any alignment), r = 0; r != nullptr (without a
   // residual f32 encoding is a memcpy).
@@ -24,6 +27,12 @@ struct CodecKernels {
   float (*max_abs)(const float* g, const float* r, size_t n);
   // q = round_even(clamp(x * inv_scale, -127, 127)); residual uses q * scale.
   void (*int8_encode)(const float* g, float* r, uint8_t* out, size_t n, float inv_scale, float scale);
+
+  // Top-k selection passes over x (the output arrays need kTopKScratchPad spare slots), with key(x) = bits of |x| (orders like |x|):
+  // writes key(x[i]) for every i with key(x[i]) >> shift == bucket; returns how many.
+  size_t (*gather_bucket)(const float* x, size_t n, uint32_t bucket, int shift, uint32_t* keys);
+  // writes every i with key(x[i]) >= thr, increasing; returns how many.
+  size_t (*indices_at_least)(const float* x, size_t n, uint32_t thr, uint32_t* idx);
 
   // Decoders: `add` false writes out[i], true adds into out[i] (the accumulator path).
   void (*f16_decode)(const uint8_t* in, float* out, size_t n, bool add);

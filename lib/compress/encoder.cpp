@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "aggregate/add_kernels.h"
 #include "compress/codec_kernels.h"
 
 namespace sg::compress {
@@ -22,7 +23,7 @@ void store_f32(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
 }  // namespace
 
 Encoder::Encoder(size_t max_elems, agg::Isa isa)
-    : max_elems_(max_elems), isa_(isa), x_(max_elems), keys_(max_elems), hist_(kHistBuckets) {
+    : max_elems_(max_elems), isa_(isa), x_(max_elems), keys_(max_elems + kTopKScratchPad), hist_(4 * kHistBuckets) {
   if (!agg::isa_supported(isa)) throw std::invalid_argument("Encoder: ISA not supported by this CPU");
 }
 
@@ -65,7 +66,8 @@ EncodeResult Encoder::encode(CodecId codec, std::span<const float> grad, std::sp
 // Selects the k largest |x| exactly: a histogram over the key's high bits finds the bucket
 // holding the k-th largest, nth_element over that bucket alone finds the threshold key, and
 // one pass in index order emits keys above it plus the first ties (deterministic output,
-// indices increasing as the format requires).
+// indices increasing as the format requires). The bucket gather and the final scan are
+// ISA kernels (mostly empty masks: top-k keeps few elements).
 EncodeResult Encoder::encode_topk(std::span<const float> grad, std::span<uint8_t> out, std::span<float> residual,
                                   float ratio) {
   const size_t n = grad.size();
@@ -74,31 +76,55 @@ EncodeResult Encoder::encode_topk(std::span<const float> grad, std::span<uint8_t
   const size_t k = topk_count(n, ratio);
   const size_t bytes = encoded_size(CodecId::kTopK, n, k);
   if (out.size() < bytes) return {CodecError::kOutputTooSmall, 0};
+  const CodecKernels& kern = codec_kernels(isa_);
 
+  // x = grad + residual, in the residual itself (what is not sent stays there).
   float* x = residual.empty() ? x_.data() : residual.data();
-  std::fill(hist_.begin(), hist_.end(), 0u);
   if (residual.empty()) {
-    for (size_t i = 0; i < n; ++i) {
-      x[i] = grad[i];
-      ++hist_[abs_key(x[i]) >> kHistShift];
-    }
+    if (n) std::memcpy(x, grad.data(), 4 * n);
   } else {
-    for (size_t i = 0; i < n; ++i) {
-      x[i] = grad[i] + x[i];
-      ++hist_[abs_key(x[i]) >> kHistShift];
-    }
+    agg::add_kernels(isa_).add(x, reinterpret_cast<const uint8_t*>(grad.data()), n);
   }
 
   uint32_t thr = 0;
   size_t above = 0;  // keys strictly greater than thr
   if (k > 0) {
+    // Four interleaved histograms: runs of equal buckets (common once error feedback has
+    // piled residuals up near the threshold) would otherwise serialise on one counter.
+    std::fill(hist_.begin(), hist_.end(), 0u);
+    uint32_t* h = hist_.data();
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      ++h[abs_key(x[i]) >> kHistShift];
+      ++h[kHistBuckets + (abs_key(x[i + 1]) >> kHistShift)];
+      ++h[2 * kHistBuckets + (abs_key(x[i + 2]) >> kHistShift)];
+      ++h[3 * kHistBuckets + (abs_key(x[i + 3]) >> kHistShift)];
+    }
+    for (; i < n; ++i) ++h[abs_key(x[i]) >> kHistShift];
+    auto count = [h](size_t bucket) {
+      return h[bucket] + h[kHistBuckets + bucket] + h[2 * kHistBuckets + bucket] + h[3 * kHistBuckets + bucket];
+    };
     size_t b = kHistBuckets;
-    while (b > 0 && above + hist_[b - 1] < k) above += hist_[--b];
+    while (b > 0 && above + count(b - 1) < k) above += count(--b);
     const uint32_t bucket = static_cast<uint32_t>(b - 1);  // k <= n: some bucket reaches k
-    size_t m = 0;
-    for (size_t i = 0; i < n; ++i)
-      if ((abs_key(x[i]) >> kHistShift) == bucket) keys_[m++] = abs_key(x[i]);
-    const size_t need = k - above;  // take the `need` largest keys of this bucket
+    size_t m = kern.gather_bucket(x, n, bucket, kHistShift, keys_.data());
+    size_t need = k - above;  // take the `need` largest keys of this bucket
+    if (m > 64) {
+      // Second radix level on the next 10 key bits, so nth_element sees few keys even when
+      // error feedback crowds one bucket.
+      constexpr int kShift2 = kHistShift - 10;
+      std::fill(h, h + 1024, 0u);
+      for (size_t j = 0; j < m; ++j) ++h[(keys_[j] >> kShift2) & 1023u];
+      size_t b2 = 1024, above2 = 0;
+      while (b2 > 0 && above2 + h[b2 - 1] < need) above2 += h[--b2];
+      const uint32_t sub = static_cast<uint32_t>(b2 - 1);
+      size_t m2 = 0;
+      for (size_t j = 0; j < m; ++j)
+        if (((keys_[j] >> kShift2) & 1023u) == sub) keys_[m2++] = keys_[j];
+      above += above2;
+      need -= above2;
+      m = m2;
+    }
     std::nth_element(keys_.begin(), keys_.begin() + static_cast<std::ptrdiff_t>(m - need),
                      keys_.begin() + static_cast<std::ptrdiff_t>(m));
     thr = keys_[m - need];
@@ -110,12 +136,15 @@ EncodeResult Encoder::encode_topk(std::span<const float> grad, std::span<uint8_t
   store_u32(p + 4, static_cast<uint32_t>(k));
   uint8_t* idx = p + kTopKHeaderBytes;
   uint8_t* val = idx + 4 * k;
+  // Candidates: keys >= thr (k plus any surplus ties), reusing the key scratch.
+  const size_t c = k ? kern.indices_at_least(x, n, thr, keys_.data()) : 0;
   size_t ties = k - above, e = 0;
-  for (size_t i = 0; i < n && e < k; ++i) {
+  for (size_t j = 0; j < c && e < k; ++j) {
+    const uint32_t i = keys_[j];
     const uint32_t key = abs_key(x[i]);
-    if (key > thr || (key == thr && ties > 0)) {
+    if (key > thr || ties > 0) {
       if (key == thr) --ties;
-      store_u32(idx + 4 * e, static_cast<uint32_t>(i));
+      store_u32(idx + 4 * e, i);
       store_f32(val + 4 * e, x[i]);
       ++e;
       x[i] = 0.0f;  // sent exactly: nothing of it stays in the residual

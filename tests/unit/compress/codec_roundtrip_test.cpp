@@ -107,6 +107,41 @@ TEST(CodecRoundTrip, TopKTiesAreDeterministicAndExactCount) {
   for (size_t i = 0; i < 100; ++i) EXPECT_EQ(back[i], i < 10 ? 0.25f : 0.0f) << i;  // first ties in index order
 }
 
+// Against a reference: stable sort by |x| descending (ties: lower index first), take k.
+TEST(CodecRoundTrip, TopKMatchesSortReferenceOnManyDistributions) {
+  Rng rng(21);
+  for (int dist = 0; dist < 4; ++dist) {
+    for (size_t n : {1u, 7u, 100u, 1000u, 2048u}) {
+      std::vector<float> g(n);
+      for (auto& x : g) {
+        switch (dist) {
+          case 0: x = static_cast<float>(rng.uniform() - 0.5); break;                      // wide
+          case 1: x = static_cast<float>(1.0 + 0.01 * rng.uniform()); break;                // one crowded bucket
+          case 2: x = static_cast<float>(static_cast<int>(rng.below(5)) - 2) * 0.125f; break;  // many ties
+          default: x = static_cast<float>(std::ldexp(rng.uniform(), -static_cast<int>(rng.below(30)))); break;
+        }
+      }
+      for (float ratio : {0.01f, 0.05f, 0.3f, 1.0f}) {
+        std::vector<size_t> order(n);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return std::fabs(g[a]) > std::fabs(g[b]); });
+        const size_t k = topk_count(n, ratio);
+        std::vector<float> expect(n, 0.0f);
+        for (size_t j = 0; j < k; ++j) expect[order[j]] = g[order[j]];
+        for (agg::Isa isa : test::supported_isas()) {
+          Encoder enc(n, isa);
+          std::vector<uint8_t> out(max_encoded_size(CodecId::kTopK, n));
+          const EncodeResult e = enc.encode(CodecId::kTopK, g, out, {}, ratio);
+          ASSERT_EQ(e.err, CodecError::kOk);
+          std::vector<float> back(n);
+          ASSERT_EQ(decode(CodecId::kTopK, std::span(out.data(), e.bytes), back), CodecError::kOk);
+          ASSERT_EQ(back, expect) << "dist " << dist << " n " << n << " ratio " << ratio << " " << agg::isa_name(isa);
+        }
+      }
+    }
+  }
+}
+
 TEST(CodecRoundTrip, TopKCountRules) {
   EXPECT_EQ(topk_count(0, 0.5f), 0u);
   EXPECT_EQ(topk_count(10, 0.001f), 1u);  // never empty
