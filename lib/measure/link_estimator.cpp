@@ -1,0 +1,188 @@
+#include "measure/link_estimator.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sg::measure {
+namespace {
+double seconds(Nanos t) { return static_cast<double>(t) / static_cast<double>(kSecond); }
+
+template <size_t K>
+Nanos min_positive(const Nanos (&v)[K]) {
+  Nanos m = -1;
+  for (Nanos x : v)
+    if (x > 0 && (m < 0 || x < m)) m = x;
+  return m;
+}
+}  // namespace
+
+LinkEstimator::LinkEstimator(const EstimatorConfig& cfg)
+    : cfg_(cfg), links_(static_cast<size_t>(std::max(0, cfg.sites)) * std::max(0, cfg.sites)) {}
+
+LinkEstimator::Link* LinkEstimator::link(uint16_t from, uint16_t to) {
+  if (from >= cfg_.sites || to >= cfg_.sites || from == to) return nullptr;
+  return &links_[static_cast<size_t>(from) * cfg_.sites + to];
+}
+
+const LinkEstimator::Link* LinkEstimator::link(uint16_t from, uint16_t to) const {
+  return const_cast<LinkEstimator*>(this)->link(from, to);
+}
+
+void LinkEstimator::on_arrival(const ArrivalSample& s) {
+  Link* l = link(s.from, s.to);
+  if (!l) {
+    ++dropped_;
+    return;
+  }
+  if (s.rtt > 0) {
+    l->srtt = l->srtt < 0 ? s.rtt : l->srtt + (s.rtt - l->srtt) / 8;
+    Nanos& m = l->rtt_min_round[l->rtt_slot];
+    m = m == 0 ? s.rtt : std::min(m, s.rtt);
+    l->round_rtt_sum += static_cast<double>(s.rtt);
+    ++l->round_rtt_n;
+  }
+  if (s.inflight_bytes >= 0 && l->est > 0) {
+    const Nanos mrtt = min_positive(l->rtt_min_round);
+    if (mrtt > 0 && static_cast<double>(s.inflight_bytes) < 0.5 * l->est * seconds(mrtt)) l->win_app_limited = true;
+  }
+  if (l->period_start < 0 || s.at - l->last_at > cfg_.idle_gap) {
+    // First arrival of a busy period: it marks the start; its own bytes arrived "before".
+    if (l->period_start >= 0) close_period(*l);
+    l->period_start = l->last_at = s.at;
+    l->period_bytes = 0;
+    return;
+  }
+  l->period_bytes += s.bytes;
+  l->last_at = std::max(l->last_at, s.at);  // a sample older than the last one adds bytes only
+  if (l->win_time + (l->last_at - l->period_start) >= cfg_.max_window) {
+    close_window(*l, s.at);
+    l->period_start = l->last_at;  // traffic continues: the next period starts here
+    l->period_bytes = 0;
+  }
+}
+
+void LinkEstimator::close_period(Link& l) {
+  if (l.period_start >= 0 && l.last_at > l.period_start) {
+    l.win_bytes += l.period_bytes;
+    l.win_time += l.last_at - l.period_start;
+  }
+  l.period_start = -1;
+  l.period_bytes = 0;
+}
+
+void LinkEstimator::close_window(Link& l, Nanos now) {
+  close_period(l);
+  if (l.win_bytes >= cfg_.min_window_bytes && l.win_time > 0)
+    fold(l, static_cast<double>(l.win_bytes) / seconds(l.win_time), l.win_app_limited, now);
+  l.win_bytes = 0;
+  l.win_time = 0;
+  l.win_app_limited = false;
+}
+
+void LinkEstimator::fold(Link& l, double rate, bool app_limited, Nanos now) {
+  ++l.windows;
+  if (l.est <= 0) {
+    l.est = rate;
+    l.est_at = now;
+    return;
+  }
+  if (app_limited && rate < l.est) return;  // the sender, not the link, set this rate
+  const double dev = (rate - l.est) / l.est;
+  if (std::fabs(dev) <= cfg_.change_threshold) {
+    l.est += cfg_.ewma_alpha * (rate - l.est);
+    l.pending = 0;
+    l.pending_sum = 0;
+    l.est_at = now;
+    return;
+  }
+  const int side = dev > 0 ? 1 : -1;
+  if (l.pending * side <= 0) {
+    l.pending = 0;
+    l.pending_sum = 0;
+  }
+  l.pending += side;
+  l.pending_sum += rate;
+  if (std::abs(l.pending) >= cfg_.change_confirm) {
+    l.est = l.pending_sum / std::abs(l.pending);
+    ++l.changes;
+    l.change_at = now;
+    l.est_at = now;
+    l.pending = 0;
+    l.pending_sum = 0;
+  }
+}
+
+void LinkEstimator::on_probe_pair(uint16_t from, uint16_t to, uint32_t bytes, Nanos gap, Nanos at) {
+  Link* l = link(from, to);
+  if (!l || gap <= 0 || bytes == 0) {
+    ++dropped_;
+    return;
+  }
+  const double rate = bytes / seconds(gap);
+  l->probe = l->probe <= 0 ? rate : l->probe + cfg_.probe_alpha * (rate - l->probe);
+  l->probe_at = at;
+}
+
+void LinkEstimator::on_loss(uint16_t from, uint16_t to, uint32_t sent, uint32_t lost) {
+  Link* l = link(from, to);
+  if (!l || lost > sent) {
+    ++dropped_;
+    return;
+  }
+  l->round_sent += sent;
+  l->round_lost += lost;
+}
+
+void LinkEstimator::set_prior(uint16_t from, uint16_t to, double bytes_per_s) {
+  if (Link* l = link(from, to)) l->prior = bytes_per_s;
+}
+
+void LinkEstimator::end_round(Nanos now) {
+  for (Link& l : links_) {
+    close_window(l, now);
+    if (l.round_rtt_n > 0) {
+      const double mean = l.round_rtt_sum / l.round_rtt_n;
+      l.rtt_short = l.rtt_short <= 0 ? mean : 0.5 * l.rtt_short + 0.5 * mean;
+      l.rtt_long = l.rtt_long <= 0 ? mean : 0.9 * l.rtt_long + 0.1 * mean;
+      l.rtt_slot = (l.rtt_slot + 1) % kRttRounds;
+      l.rtt_min_round[l.rtt_slot] = 0;
+    }
+    l.round_rtt_sum = 0;
+    l.round_rtt_n = 0;
+    if (l.round_sent > 0) {
+      const double r = static_cast<double>(l.round_lost) / static_cast<double>(l.round_sent);
+      l.loss += cfg_.ewma_alpha * (r - l.loss);
+    }
+    l.round_sent = l.round_lost = 0;
+  }
+}
+
+LinkSummary LinkEstimator::summary(uint16_t from, uint16_t to, Nanos now) const {
+  LinkSummary s;
+  const Link* l = link(from, to);
+  if (!l) return s;
+  const bool traffic_fresh = l->est > 0 && now - l->est_at <= cfg_.stale_after;
+  const bool probe_fresh = l->probe > 0 && now - l->probe_at <= cfg_.stale_after;
+  if (traffic_fresh || (l->est > 0 && !probe_fresh)) {
+    s.bytes_per_s = l->est;
+    s.source = Source::kTraffic;
+    s.updated_at = l->est_at;
+  } else if (l->probe > 0) {
+    s.bytes_per_s = l->probe;
+    s.source = Source::kProbe;
+    s.updated_at = l->probe_at;
+  } else if (l->prior > 0) {
+    s.bytes_per_s = l->prior;
+    s.source = Source::kPrior;
+  }
+  s.windows = l->windows;
+  s.changes = l->changes;
+  s.last_change_at = l->change_at;
+  s.rtt_min = min_positive(l->rtt_min_round);
+  s.rtt_smoothed = l->srtt;
+  s.rtt_trend = l->rtt_long > 0 ? l->rtt_short / l->rtt_long : 1.0;
+  s.loss_rate = l->loss;
+  return s;
+}
+
+}  // namespace sg::measure

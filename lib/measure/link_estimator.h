@@ -1,0 +1,131 @@
+// Passive per-link throughput estimation from the DATA traffic itself (NetStorm's passive
+// awareness), plus the RTT trend and loss the compression policy needs.
+//
+// Feeding: every DATA arrival (and every arrival of a relayed chunk on each relay hop) is one
+// ArrivalSample for the directed link it crossed. Optional packet-pair probes cover links
+// that carry nothing; a configured prior covers links never measured.
+//
+// Rate samples ("windows"): arrivals of a link form busy periods; a gap longer than
+// idle_gap ends one, because idle time says nothing about capacity. A period's rate is the
+// bytes that arrived after its first arrival divided by the time since that arrival (the
+// delivery rate). A window sums its periods' bytes and durations and closes at end_round()
+// or once it spans max_window, so every round with traffic gives each link >= 1 window.
+// A window whose arrivals reported less in flight than half the current estimate times the
+// minimum RTT is app-limited: it may raise the estimate, never lower it.
+//
+// Smoothing and change detection: a window within change_threshold of the estimate is
+// folded in by EWMA (ewma_alpha). A window outside it is held back; change_confirm
+// consecutive windows on the same side replace the estimate by their mean. Bound: a step
+// change larger than change_threshold is adopted after change_confirm windows, i.e. within
+// change_confirm rounds (default 2) when windows close once per round; from then on the
+// estimate is within the window noise of the new rate. Smaller steps are tracked by the
+// EWMA (a 15% step is 90% absorbed after 8 windows at alpha 0.25).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace sg::measure {
+
+struct ArrivalSample {
+  uint16_t from = 0;
+  uint16_t to = 0;
+  uint32_t bytes = 0;
+  Nanos at = 0;
+  int64_t inflight_bytes = -1;  // sender's bytes in flight on this link when sent; -1 unknown
+  Nanos rtt = -1;               // an RTT sample (e.g. from an ACK); -1 none
+};
+
+struct EstimatorConfig {
+  int sites = 0;
+  Nanos idle_gap = 20 * kMilli;      // longer silence ends a busy period
+  Nanos max_window = 200 * kMilli;   // a window closes by itself after this much busy time
+  uint32_t min_window_bytes = 64 * 1024;  // less than this in a window is no rate sample
+  double ewma_alpha = 0.25;
+  double change_threshold = 0.20;
+  int change_confirm = 2;
+  Nanos stale_after = 30 * kSecond;  // traffic estimates older than this yield to probes
+  double probe_alpha = 0.25;
+};
+
+enum class Source : uint8_t { kNone, kTraffic, kProbe, kPrior };
+
+struct LinkSummary {
+  double bytes_per_s = 0;  // best current estimate (0 if nothing known)
+  Source source = Source::kNone;
+  Nanos updated_at = -1;   // when that estimate last changed
+  uint32_t windows = 0;    // traffic windows folded in so far
+  uint32_t changes = 0;    // step changes adopted
+  Nanos last_change_at = -1;
+  // RTT and loss (for the compression policy).
+  Nanos rtt_min = -1;       // minimum over the last kRttRounds rounds
+  Nanos rtt_smoothed = -1;  // EWMA 1/8 of samples
+  double rtt_trend = 1.0;   // short-term / long-term per-round mean RTT; > 1 means rising
+  double loss_rate = 0;     // EWMA of per-round lost/sent
+};
+
+class LinkEstimator {
+ public:
+  static constexpr int kRttRounds = 8;
+
+  explicit LinkEstimator(const EstimatorConfig& cfg);
+
+  // Hot path: O(1), allocates nothing. Samples for unknown sites are counted and dropped.
+  void on_arrival(const ArrivalSample& s);
+  // Packet pair: `bytes` of the second packet arrived `gap` after the first.
+  void on_probe_pair(uint16_t from, uint16_t to, uint32_t bytes, Nanos gap, Nanos at);
+  // Per round and link: chunks sent and how many were lost (e.g. from SACK gaps).
+  void on_loss(uint16_t from, uint16_t to, uint32_t sent, uint32_t lost);
+  void set_prior(uint16_t from, uint16_t to, double bytes_per_s);
+  // Closes every open window and rolls the RTT/loss statistics over.
+  void end_round(Nanos now);
+
+  LinkSummary summary(uint16_t from, uint16_t to, Nanos now) const;
+  double bytes_per_s(uint16_t from, uint16_t to, Nanos now) const { return summary(from, to, now).bytes_per_s; }
+  uint64_t dropped_samples() const { return dropped_; }
+  int sites() const { return cfg_.sites; }
+
+ private:
+  struct Link {
+    // Current busy period and window.
+    Nanos period_start = -1, last_at = -1;
+    uint64_t period_bytes = 0;  // bytes after the period's first arrival
+    uint64_t win_bytes = 0;
+    Nanos win_time = 0;
+    bool win_app_limited = false;
+    // Estimate and change detection.
+    double est = 0;
+    Nanos est_at = -1;
+    uint32_t windows = 0, changes = 0;
+    Nanos change_at = -1;
+    int pending = 0;  // consecutive out-of-band windows (sign = side)
+    double pending_sum = 0;
+    // Probes and prior.
+    double probe = 0;
+    Nanos probe_at = -1;
+    double prior = 0;
+    // RTT and loss.
+    Nanos rtt_min_round[kRttRounds] = {};
+    int rtt_slot = 0;
+    Nanos srtt = -1;
+    double round_rtt_sum = 0;
+    uint32_t round_rtt_n = 0;
+    double rtt_short = 0, rtt_long = 0;
+    uint64_t round_sent = 0, round_lost = 0;
+    double loss = 0;
+  };
+
+  Link* link(uint16_t from, uint16_t to);
+  const Link* link(uint16_t from, uint16_t to) const;
+  void close_period(Link& l);
+  void close_window(Link& l, Nanos now);
+  void fold(Link& l, double rate, bool app_limited, Nanos now);
+
+  EstimatorConfig cfg_;
+  std::vector<Link> links_;
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace sg::measure

@@ -1,0 +1,218 @@
+#include "measure/link_estimator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/rng.h"
+
+namespace sg::measure {
+namespace {
+
+constexpr uint32_t kPkt = 8192;
+constexpr Nanos kRound = 500 * kMilli;
+
+// Synthetic trace of one link: each round the sender pushes `burst_bytes` back to back
+// through a link of capacity `bps` (arrivals spaced kPkt/bps, each gap jittered by up to
+// +-jitter of itself), then the link idles until the next round; end_round() at each
+// round boundary. Capacity may change per round.
+class Trace {
+ public:
+  Trace(LinkEstimator& est, uint64_t seed) : est_(est), rng_(seed) {}
+  double jitter = 0;
+  int64_t inflight = -1;
+  Nanos rtt = -1;
+  void round(double bps, uint64_t burst_bytes, int bursts = 1, Nanos gap_between = 0) {
+    Nanos t = start_;
+    for (int b = 0; b < bursts; ++b) {
+      for (uint64_t sent = 0; sent < burst_bytes / bursts; sent += kPkt) {
+        const double dt = kPkt / bps * 1e9;
+        t += static_cast<Nanos>(dt * (1 + jitter * (2 * rng_.uniform() - 1)));
+        est_.on_arrival({0, 1, kPkt, t, inflight, rtt});
+      }
+      t += gap_between;
+    }
+    start_ += kRound;
+    EXPECT_LT(t, start_) << "burst does not fit in a round";
+    est_.end_round(start_);
+  }
+  Nanos now() const { return start_; }
+
+ private:
+  LinkEstimator& est_;
+  Rng rng_;
+  Nanos start_ = 0;
+};
+
+EstimatorConfig cfg() {
+  EstimatorConfig c;
+  c.sites = 3;
+  return c;
+}
+
+double rel_err(double est, double truth) { return std::fabs(est - truth) / truth; }
+
+TEST(LinkEstimator, SteadyWithinTenPercent) {
+  LinkEstimator est(cfg());
+  Trace tr(est, 1);
+  for (int r = 0; r < 6; ++r) tr.round(100e6, 20'000'000);
+  const LinkSummary s = est.summary(0, 1, tr.now());
+  EXPECT_EQ(s.source, Source::kTraffic);
+  EXPECT_LT(rel_err(s.bytes_per_s, 100e6), 0.10) << s.bytes_per_s;
+  EXPECT_EQ(s.changes, 0u);
+}
+
+TEST(LinkEstimator, IdleGapsInsideARoundDoNotLowerTheEstimate) {
+  LinkEstimator est(cfg());
+  Trace tr(est, 2);
+  for (int r = 0; r < 6; ++r) tr.round(50e6, 9'000'000, 3, 60 * kMilli);  // 3 bursts, 60 ms apart
+  EXPECT_LT(rel_err(est.bytes_per_s(0, 1, tr.now()), 50e6), 0.10);
+}
+
+TEST(LinkEstimator, NoisyArrivalsWithinTenPercent) {
+  LinkEstimator est(cfg());
+  Trace tr(est, 3);
+  tr.jitter = 0.8;  // every inter-arrival gap off by up to +-80%
+  for (int r = 0; r < 10; ++r) {
+    tr.round(200e6, 40'000'000);
+    if (r >= 2) {
+      EXPECT_LT(rel_err(est.bytes_per_s(0, 1, tr.now()), 200e6), 0.10) << r;
+    }
+  }
+}
+
+// The stated bound: a step beyond change_threshold (20%) is adopted within change_confirm
+// (2) rounds, after which the estimate is within 10% of the new capacity.
+void check_step(double before, double after) {
+  LinkEstimator est(cfg());
+  Trace tr(est, 4);
+  tr.jitter = 0.3;
+  for (int r = 0; r < 5; ++r) tr.round(before, 12'000'000);
+  ASSERT_LT(rel_err(est.bytes_per_s(0, 1, tr.now()), before), 0.10);
+  const uint32_t changes = est.summary(0, 1, tr.now()).changes;
+  tr.round(after, 12'000'000);
+  tr.round(after, 12'000'000);  // 2 rounds after the step
+  const LinkSummary s = est.summary(0, 1, tr.now());
+  EXPECT_EQ(s.changes, changes + 1);
+  EXPECT_LT(rel_err(s.bytes_per_s, after), 0.10) << s.bytes_per_s;
+  for (int r = 0; r < 5; ++r) tr.round(after, 12'000'000);
+  EXPECT_LT(rel_err(est.bytes_per_s(0, 1, tr.now()), after), 0.10);
+}
+
+TEST(LinkEstimator, StepDownSeenWithinTwoRounds) { check_step(100e6, 40e6); }
+TEST(LinkEstimator, StepUpSeenWithinTwoRounds) { check_step(40e6, 100e6); }
+TEST(LinkEstimator, SmallStepIsTrackedBySmoothing) {
+  LinkEstimator est(cfg());
+  Trace tr(est, 5);
+  for (int r = 0; r < 4; ++r) tr.round(100e6, 20'000'000);
+  for (int r = 0; r < 8; ++r) tr.round(85e6, 17'000'000);
+  const LinkSummary s = est.summary(0, 1, tr.now());
+  EXPECT_EQ(s.changes, 0u);
+  EXPECT_LT(rel_err(s.bytes_per_s, 85e6), 0.03);
+}
+
+TEST(LinkEstimator, OneOutlierRoundIsNotAChange) {
+  LinkEstimator est(cfg());
+  Trace tr(est, 6);
+  for (int r = 0; r < 4; ++r) tr.round(100e6, 20'000'000);
+  tr.round(30e6, 6'000'000);
+  tr.round(100e6, 20'000'000);
+  const LinkSummary s = est.summary(0, 1, tr.now());
+  EXPECT_EQ(s.changes, 0u);
+  EXPECT_LT(rel_err(s.bytes_per_s, 100e6), 0.05);
+}
+
+TEST(LinkEstimator, AppLimitedWindowsNeverLowerTheEstimate) {
+  LinkEstimator est(cfg());
+  Trace tr(est, 7);
+  tr.rtt = 40 * kMilli;
+  tr.inflight = 4'000'000;  // > half of 100 MB/s * 40 ms: the link is the limit
+  for (int r = 0; r < 4; ++r) tr.round(100e6, 20'000'000);
+  // The sender now paces itself at 30 MB/s with little in flight: not the link's fault.
+  tr.inflight = 100'000;
+  for (int r = 0; r < 4; ++r) tr.round(30e6, 6'000'000);
+  EXPECT_LT(rel_err(est.bytes_per_s(0, 1, tr.now()), 100e6), 0.10);
+  // Same rate with a full pipe is a real drop and is adopted.
+  tr.inflight = 4'000'000;
+  for (int r = 0; r < 2; ++r) tr.round(30e6, 6'000'000);
+  EXPECT_LT(rel_err(est.bytes_per_s(0, 1, tr.now()), 30e6), 0.10);
+}
+
+TEST(LinkEstimator, IdleLinkFallsBackToProbeThenPrior) {
+  LinkEstimator est(cfg());
+  EXPECT_EQ(est.summary(1, 2, 0).source, Source::kNone);
+  est.set_prior(1, 2, 1e6);
+  EXPECT_EQ(est.summary(1, 2, 0).source, Source::kPrior);
+  EXPECT_DOUBLE_EQ(est.bytes_per_s(1, 2, 0), 1e6);
+  est.on_probe_pair(1, 2, 1500, 15 * kMicro, 0);  // 100 MB/s
+  const LinkSummary s = est.summary(1, 2, 0);
+  EXPECT_EQ(s.source, Source::kProbe);
+  EXPECT_NEAR(s.bytes_per_s, 100e6, 1);
+}
+
+TEST(LinkEstimator, RelayTrafficMeasuresOtherwiseIdleLinks) {
+  // Chunks relayed 0->2->1 are reported per hop; hop 2->1 gets a traffic estimate.
+  LinkEstimator est(cfg());
+  Nanos t = 0;
+  for (int r = 0; r < 3; ++r) {
+    for (int k = 0; k < 400; ++k) {
+      t += static_cast<Nanos>(kPkt / 20e6 * 1e9);
+      est.on_arrival({2, 1, kPkt, t});
+    }
+    t = (r + 1) * kRound;
+    est.end_round(t);
+  }
+  const LinkSummary s = est.summary(2, 1, t);
+  EXPECT_EQ(s.source, Source::kTraffic);
+  EXPECT_LT(rel_err(s.bytes_per_s, 20e6), 0.10);
+}
+
+TEST(LinkEstimator, StaleTrafficYieldsToFreshProbe) {
+  EstimatorConfig c = cfg();
+  c.stale_after = 2 * kSecond;
+  LinkEstimator est(c);
+  Trace tr(est, 8);
+  for (int r = 0; r < 3; ++r) tr.round(100e6, 20'000'000);
+  const Nanos later = tr.now() + 10 * kSecond;
+  est.on_probe_pair(0, 1, 1500, 50 * kMicro, later);  // 30 MB/s
+  EXPECT_EQ(est.summary(0, 1, later).source, Source::kProbe);
+  EXPECT_EQ(est.summary(0, 1, tr.now()).source, Source::kTraffic);
+}
+
+TEST(LinkEstimator, RttTrendAndLoss) {
+  LinkEstimator est(cfg());
+  Nanos t = 0;
+  for (int r = 0; r < 10; ++r) {
+    est.on_arrival({0, 1, kPkt, t += kMilli, -1, 50 * kMilli});
+    est.on_loss(0, 1, 100, 0);
+    est.end_round(t += kRound);
+  }
+  LinkSummary s = est.summary(0, 1, t);
+  EXPECT_NEAR(s.rtt_trend, 1.0, 1e-9);
+  EXPECT_EQ(s.rtt_min, 50 * kMilli);
+  EXPECT_DOUBLE_EQ(s.loss_rate, 0.0);
+  for (int r = 0; r < 4; ++r) {  // queue building: RTT grows, 10% loss
+    est.on_arrival({0, 1, kPkt, t += kMilli, -1, (60 + 20 * r) * kMilli});
+    est.on_loss(0, 1, 100, 10);
+    est.end_round(t += kRound);
+  }
+  s = est.summary(0, 1, t);
+  EXPECT_GT(s.rtt_trend, 1.2);
+  EXPECT_EQ(s.rtt_min, 50 * kMilli);  // still inside the 8-round window
+  EXPECT_GT(s.loss_rate, 0.05);
+  EXPECT_LT(s.loss_rate, 0.10);
+  EXPECT_GT(s.rtt_smoothed, 50 * kMilli);
+}
+
+TEST(LinkEstimator, BadSamplesAreCountedNotApplied) {
+  LinkEstimator est(cfg());
+  est.on_arrival({0, 7, kPkt, 0});    // unknown site
+  est.on_arrival({1, 1, kPkt, 0});    // self link
+  est.on_probe_pair(0, 1, 1500, 0, 0);  // zero gap
+  est.on_loss(0, 1, 1, 2);            // more lost than sent
+  EXPECT_EQ(est.dropped_samples(), 4u);
+  EXPECT_EQ(est.summary(0, 1, 0).source, Source::kNone);
+}
+
+}  // namespace
+}  // namespace sg::measure
