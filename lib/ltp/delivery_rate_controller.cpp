@@ -17,6 +17,8 @@ void DeliveryRateController::reset(Nanos now, uint32_t mss) {
   cycle_ = 0;
   cycle_start_ = now;
   inflight_ = 0;
+  round_lost_ = round_acked_ = round_lost_pkts_ = round_acked_pkts_ = 0;
+  overloads_ = 0;
 }
 
 double DeliveryRateController::gain() const {
@@ -39,9 +41,20 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
     min_rtt_stamp_ = ev.now;
   }
   bool round_start = false;
+  round_acked_ += ev.acked_bytes;
+  if (ev.acked_bytes > 0) ++round_acked_pkts_;
   if (ev.prior_delivered >= next_round_delivered_ && ev.acked_bytes > 0) {
     next_round_delivered_ = ev.delivered;
     round_start = true;
+    const uint64_t pkts = round_lost_pkts_ + round_acked_pkts_;
+    const bool overload = pkts >= cfg_.congestion_min_packets &&
+                          static_cast<double>(round_lost_) > cfg_.congestion_loss * static_cast<double>(round_lost_ + round_acked_);
+    round_lost_ = round_acked_ = round_lost_pkts_ = round_acked_pkts_ = 0;
+    if (overload) {
+      ++overloads_;
+      for (auto& b : bw_rounds_) b *= 0.85;
+      if (mode_ == Mode::kStartup) mode_ = Mode::kDrain;
+    }
     bw_slot_ = (bw_slot_ + 1) % kBwRounds;
     bw_rounds_[bw_slot_] = 0;
   }
@@ -68,6 +81,8 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
 }
 
 void DeliveryRateController::on_loss(const LossEvent& ev) {
+  round_lost_ += ev.lost_bytes;
+  ++round_lost_pkts_;
   // Random loss is not a congestion signal here. A timeout means the path went dark:
   // start measuring again from half.
   if (ev.timeout) {

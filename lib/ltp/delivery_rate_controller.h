@@ -8,7 +8,10 @@
 //             (gain 1/2.885) until inflight <= BDP; then probe_bw cycles gains
 //             {1.25, 0.75, 1 x6}, one min_rtt each.
 //   pacing    = gain * btlbw;   cwnd = max(cwnd_gain * btlbw * min_rtt, 4 MSS)
-// Only a retransmission timeout (everything in flight vanished) halves btlbw.
+// Random loss never slows it down. Two things do: a retransmission timeout (everything in
+// flight vanished) halves btlbw, and a round trip losing more than congestion_loss of its
+// packets -- far above any loss Early Close would accept, so it is overload (e.g. many
+// senders into one shallow buffer), not noise -- ends startup and trims btlbw by 15%.
 #pragma once
 
 #include <array>
@@ -26,6 +29,8 @@ struct DeliveryRateConfig {
   Nanos min_rto = 1 * kMilli;
   uint32_t dup_threshold = 8;       // tolerates multipath reordering
   double max_rate = 0;              // bytes/s cap (e.g. the NIC line rate); 0 = none
+  double congestion_loss = 0.2;     // per-round loss fraction treated as overload
+  uint32_t congestion_min_packets = 20;  // ... once a round has at least this many packets
 };
 
 class DeliveryRateController final : public RateController {
@@ -65,6 +70,11 @@ class DeliveryRateController final : public RateController {
   size_t cycle_ = 0;
   Nanos cycle_start_ = 0;
   uint64_t inflight_ = 0;
+  uint64_t round_lost_ = 0, round_acked_ = 0, round_lost_pkts_ = 0, round_acked_pkts_ = 0;
+  uint64_t overloads_ = 0;
+
+ public:
+  uint64_t overloads() const { return overloads_; }
 };
 
 }  // namespace sg::ltp

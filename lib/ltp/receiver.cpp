@@ -26,8 +26,13 @@ Receiver::Receiver(const ReceiverConfig& cfg)
 }
 
 Receiver::Job* Receiver::find_job(uint32_t job) {
-  for (auto& j : jobs_)
-    if (j.used && j.job == job) return &j;
+  if (jobs_[last_job_].used && jobs_[last_job_].job == job) return &jobs_[last_job_];
+  for (uint32_t i = 0; i < jobs_.size(); ++i) {
+    if (jobs_[i].used && jobs_[i].job == job) {
+      last_job_ = i;
+      return &jobs_[i];
+    }
+  }
   return nullptr;
 }
 
@@ -120,6 +125,12 @@ void Receiver::note_rtt(Nanos sample) {
 
 void Receiver::on_packet(std::span<const uint8_t> msg, Nanos now, ReceiverSink& sink, PacketSink& tx) {
   ++stats_.packets;
+  // Fast path: a well-formed DATA of our version validates in one pass.
+  auto data = wire::parse_data(msg);
+  if (data) {
+    on_data(*data, msg.size(), now, sink, tx);
+    return;
+  }
   auto common = wire::parse_common(msg);
   if (!common) {
     ++stats_.malformed;
@@ -148,12 +159,7 @@ void Receiver::on_packet(std::span<const uint8_t> msg, Nanos now, ReceiverSink& 
     ++stats_.wrong_type;
     return;
   }
-  auto data = wire::parse_data(msg);
-  if (!data) {
-    ++stats_.malformed;
-    return;
-  }
-  on_data(*data, msg.size(), now, sink, tx);
+  ++stats_.malformed;  // DATA of our version that failed validation
 }
 
 void Receiver::on_data(const wire::DataMsg& m, size_t msg_len, Nanos now, ReceiverSink& sink, PacketSink& tx) {

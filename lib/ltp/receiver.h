@@ -150,6 +150,7 @@ class Receiver {
   size_t closed_next_ = 0;
   uint32_t open_ = 0;
   uint32_t last_hit_ = 0;
+  uint32_t last_job_ = 0;
   Nanos srtt_ = 0;
   std::vector<uint8_t> tx_buf_;          // one outgoing message at a time
 };
