@@ -82,7 +82,7 @@ struct Outcome {
   double congested_round_time = 0;  // rounds of the congestion episode only
   double round_time = 0, transfer_time = 0, err2 = 0, norm2 = 0, bytes = 0;
   std::vector<double> sum_sent, sum_true;
-  int compressed_rounds = 0, switches = 0;
+  int compressed_rounds = 0, switches = 0, on_off_switches = 0;
 };
 
 class Sender {
@@ -128,8 +128,10 @@ class Sender {
       // What the passive estimator reports for this round: the next round's decision input.
       const LinkSample sample{link.rate_Bps * (0.95 + 0.1 * noise.uniform()), link.rtt_ratio, link.loss,
                               static_cast<uint64_t>(4 * n_), static_cast<Nanos>(kCompute * kSecond)};
+      const bool was_on = decision_.codec != CodecId::kF32;
       decision_ = policy_.update(sample);
       out_.switches += decision_.changed;
+      out_.on_off_switches += was_on != (decision_.codec != CodecId::kF32);
     }
   }
 
@@ -199,7 +201,8 @@ int main(int argc, char** argv) {
   t.print();
   std::printf("\nround time = sum over rounds of max(compute, transfer); transfer = bytes / rate + RTT.\n"
               "speedup_vs_never_compress is over the congested rounds (whole trace: %.2fx).\n"
-              "adaptive switched level %d times.\n", nv.round_time / ad.round_time, ad.switches);
+              "adaptive changed level %d times, of which %d turned compression on or off.\n",
+              nv.round_time / ad.round_time, ad.switches, ad.on_off_switches);
   bench::JsonLine j("adaptive");
   j.num("speedup_vs_never_compress", nv.congested_round_time / ad.congested_round_time)
       .num("speedup_vs_never_compress_whole_trace", nv.round_time / ad.round_time)

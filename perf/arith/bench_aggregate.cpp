@@ -31,32 +31,44 @@ struct Result {
   double add_gbps, memcpy_gbps, ratio, ratio_p10, ratio_p90;
 };
 
-Result measure(agg::Isa isa, const std::vector<uint8_t>& pool, int rounds, size_t ops_per_pass) {
+// One round = `slices` short slices; each slice runs memcpy and add over the same
+// `ops_per_slice` chunks back to back (alternating which goes first), so both see the same
+// machine state; a round's ratio is the ratio of its summed times.
+Result measure(agg::Isa isa, const std::vector<uint8_t>& pool, int rounds, int slices, size_t ops_per_slice) {
   agg::Accumulator acc(kAccChunks * kChunkElems, kChunkElems, isa);
-  std::vector<double> add_s, cpy_s, ratios;
-  for (int r = 0; r < rounds + 1; ++r) {  // round 0 warms caches and is dropped
-    acc.reset();
-    double t0 = bench::now_seconds();
-    for (size_t i = 0; i < ops_per_pass; ++i) {
+  auto copy_pass = [&](size_t first) {
+    for (size_t i = first; i < first + ops_per_slice; ++i) {
       const uint8_t* p = pool.data() + (i % kPackets) * kPacketStride + kPayloadOffset;
       std::memcpy(acc.chunk_data(static_cast<uint32_t>(i % kAccChunks)).data(), p, kChunkBytes);
     }
     bench::do_not_optimize(acc.values()[0]);
-    const double t_cpy = bench::now_seconds() - t0;
-    acc.reset();
-    t0 = bench::now_seconds();
-    for (size_t i = 0; i < ops_per_pass; ++i) {
+  };
+  auto add_pass = [&](size_t first) {
+    for (size_t i = first; i < first + ops_per_slice; ++i) {
       const uint8_t* p = pool.data() + (i % kPackets) * kPacketStride + kPayloadOffset;
       if (acc.add(static_cast<uint32_t>(i % kAccChunks), std::span(p, kChunkBytes)) != agg::AggError::kOk) std::abort();
     }
     bench::do_not_optimize(acc.values()[0]);
-    const double t_add = bench::now_seconds() - t0;
+  };
+  std::vector<double> add_s, cpy_s, ratios;
+  for (int r = 0; r < rounds + 1; ++r) {  // round 0 warms caches and is dropped
+    acc.reset();  // keeps the sums small (no overflow to inf over many rounds)
+    double t_add = 0, t_cpy = 0;
+    for (int sl = 0; sl < slices; ++sl) {
+      const size_t first = static_cast<size_t>(sl) * ops_per_slice;
+      for (int side = 0; side < 2; ++side) {
+        const bool copy_now = (side == 0) == (sl % 2 == 0);
+        const double t0 = bench::now_seconds();
+        if (copy_now) copy_pass(first); else add_pass(first);
+        (copy_now ? t_cpy : t_add) += bench::now_seconds() - t0;
+      }
+    }
     if (r == 0) continue;
     add_s.push_back(t_add);
     cpy_s.push_back(t_cpy);
     ratios.push_back(t_cpy / t_add);
   }
-  const double bytes = static_cast<double>(ops_per_pass * kChunkBytes);
+  const double bytes = static_cast<double>(static_cast<size_t>(slices) * ops_per_slice * kChunkBytes);
   return {bytes / bench::median(add_s) / 1e9, bytes / bench::median(cpy_s) / 1e9, bench::median(ratios),
           bench::percentile(ratios, 0.1), bench::percentile(ratios, 0.9)};
 }
@@ -65,8 +77,9 @@ Result measure(agg::Isa isa, const std::vector<uint8_t>& pool, int rounds, size_
 
 int main(int argc, char** argv) {
   const auto args = bench::parse_arith_args(argc, argv);
-  const int rounds = args.quick ? 9 : 41;
-  const size_t ops = args.quick ? 2000 : 6000;  // 16 / 48 MB of payload per pass
+  const int rounds = args.quick ? 15 : 61;
+  const int slices = args.quick ? 8 : 24;
+  const size_t ops_per_slice = 256;  // 2 MB of payload, ~50 us per side
 
   std::vector<uint8_t> pool(kPackets * kPacketStride);
   Rng rng(1);
@@ -78,14 +91,15 @@ int main(int argc, char** argv) {
 
   std::printf("aggregate: 8 KB float32 payloads (packet offset 66, unaligned) added in place into\n"
               "%u cache-resident chunk accumulators; memcpy moves the same bytes into the same buffers.\n"
-              "Ratio = median over %d alternating rounds of memcpy time / add time (p10..p90).\n\n",
-              kAccChunks, rounds);
+              "Ratio = median over %d rounds of memcpy time / add time (p10..p90); each round\n"
+              "interleaves %d slices of 256 chunks of each.\n\n",
+              kAccChunks, rounds, slices);
   bench::Table t({"isa", "add GB/s", "memcpy GB/s", "sum_vs_memcpy", "p10..p90"});
   bench::JsonLine j("aggregate");
   double best = 0;
   std::string best_isa;
   for (agg::Isa isa : bench::isas_to_run(args)) {
-    const Result r = measure(isa, pool, rounds, ops);
+    const Result r = measure(isa, pool, rounds, slices, ops_per_slice);
     t.row({std::string(agg::isa_name(isa)), bench::fmt(r.add_gbps, "%.1f"), bench::fmt(r.memcpy_gbps, "%.1f"),
            bench::fmt(r.ratio), bench::fmt(r.ratio_p10) + ".." + bench::fmt(r.ratio_p90)});
     j.num("sum_vs_memcpy_" + std::string(agg::isa_name(isa)), r.ratio);

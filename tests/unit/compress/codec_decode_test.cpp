@@ -16,15 +16,15 @@ std::vector<uint8_t> topk_payload(uint32_t n, std::vector<uint32_t> idx, std::ve
   std::vector<uint8_t> p(8 + 4 * idx.size() + 4 * val.size());
   std::memcpy(p.data(), &n, 4);
   std::memcpy(p.data() + 4, &k, 4);
-  std::memcpy(p.data() + 8, idx.data(), 4 * idx.size());
-  std::memcpy(p.data() + 8 + 4 * idx.size(), val.data(), 4 * val.size());
+  if (!idx.empty()) std::memcpy(p.data() + 8, idx.data(), 4 * idx.size());
+  if (!val.empty()) std::memcpy(p.data() + 8 + 4 * idx.size(), val.data(), 4 * val.size());
   return p;
 }
 
 std::vector<uint8_t> int8_payload(float scale, std::vector<int8_t> q) {
   std::vector<uint8_t> p(4 + q.size());
   std::memcpy(p.data(), &scale, 4);
-  std::memcpy(p.data() + 4, q.data(), q.size());
+  if (!q.empty()) std::memcpy(p.data() + 4, q.data(), q.size());
   return p;
 }
 
