@@ -1,0 +1,247 @@
+#include "sync/local_group.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "compress/accumulate.h"
+#include "ltp/delivery_rate_controller.h"
+#include "wire/ltp_codec.h"
+
+namespace sg::sync {
+
+struct LocalGroup::Out {
+  ltp::DeliveryRateController rc;
+  std::unique_ptr<ltp::Sender> sender;
+  bool started = false;
+  bool counted = false;  // its end was looked at (result_timeouts)
+};
+
+namespace {
+
+// For Receiver::begin_round before any transfer can be open: nothing is ever sent to it.
+class NullSink final : public ltp::PacketSink {
+ public:
+  void send(const ltp::TxMeta&, std::span<const uint8_t>, std::span<const uint8_t>) override {}
+};
+
+}  // namespace
+
+LocalGroup::LocalGroup(const LocalGroupConfig& cfg) : cfg_(cfg), rng_(cfg.seed), round_(cfg.first_round) {
+  if (cfg_.workers == 0 || cfg_.workers > kMaxLocalWorkers) {
+    error_ = LocalGroupError::kWorkers;
+    return;
+  }
+  if (cfg_.chunk_bytes == 0 || cfg_.chunk_bytes % 4 || cfg_.chunk_bytes > 9000) {
+    error_ = LocalGroupError::kChunkBytes;
+    return;
+  }
+  const uint64_t bytes = cfg_.model_floats * 4;
+  const uint64_t chunks = (bytes + cfg_.chunk_bytes - 1) / cfg_.chunk_bytes;
+  if (cfg_.model_floats == 0 || chunks > (1u << 24)) {
+    error_ = LocalGroupError::kModel;
+    return;
+  }
+  chunks_ = static_cast<uint32_t>(chunks);
+
+  ltp::ReceiverConfig rc = cfg_.receiver;
+  rc.local_node = cfg_.gateway_node;
+  rc.max_chunks = chunks_;
+  rc.max_transfers = std::max(rc.max_transfers, cfg_.workers + 4);
+  rc.max_jobs = std::max<uint32_t>(rc.max_jobs, 1);
+  // The accumulator holds exactly one round: DATA of a later round is dropped and retried
+  // by the worker (only on_packet's jump-ahead moves the group forward).
+  rc.rounds_ahead = 0;
+  receiver_ = std::make_unique<ltp::Receiver>(rc);
+  acc_ = std::make_unique<agg::Accumulator>(cfg_.model_floats, cfg_.chunk_bytes / 4);
+  push_.assign(cfg_.workers, Push::kNone);
+  got_.assign(cfg_.workers, 0);
+  result_.assign(cfg_.model_floats, 0.0f);
+  for (uint32_t w = 0; w < cfg_.workers; ++w) {
+    outs_.push_back(std::make_unique<Out>());
+    ltp::SenderConfig sc = cfg_.sender;
+    sc.local_node = cfg_.gateway_node;
+    sc.peer_node = static_cast<uint16_t>(kWorkerNodeBase + w);
+    sc.max_chunks = chunks_;
+    outs_.back()->sender = std::make_unique<ltp::Sender>(sc, outs_.back()->rc, rng_);
+  }
+  NullSink null_tx;
+  receiver_->begin_round(cfg_.job, round_, 0, 0, *this, null_tx);
+}
+
+LocalGroup::~LocalGroup() = default;
+
+int LocalGroup::worker_of(uint16_t node) const {
+  if (node < kWorkerNodeBase || static_cast<uint32_t>(node - kWorkerNodeBase) >= cfg_.workers) return -1;
+  return node - kWorkerNodeBase;
+}
+
+std::span<const float> LocalGroup::contribution() const {
+  if (!ok() || !ready_) return {};
+  return acc_->values();
+}
+
+void LocalGroup::start_round(uint32_t round, Nanos now, ltp::PacketSink& tx) {
+  // round_ first: callbacks for transfers the receiver closes now are for an older round
+  // and are ignored.
+  round_ = round;
+  ready_ = false;
+  any_push_ = false;
+  ended_ = present_ = 0;
+  std::fill(push_.begin(), push_.end(), Push::kNone);
+  std::fill(got_.begin(), got_.end(), 0u);
+  acc_->reset();
+  receiver_->begin_round(cfg_.job, round, 0, now, *this, tx);
+}
+
+void LocalGroup::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) {
+  const int w = worker_of(c.key.src_node);
+  if (w < 0 || c.key.job != cfg_.job || c.key.round != round_ || c.key.shard != 0 || c.chunk_count != chunks_ ||
+      push_[w] == Push::kBad) {
+    ++stats_.bad_chunks;
+    return;
+  }
+  if (ready_) {
+    ++stats_.late_chunks;  // the round was made ready by the push timeout without it
+    return;
+  }
+  // One contribution per worker per chunk, whatever the header claims.
+  if (compress::add_encoded(*acc_, c.chunk_index, c.codec, payload, 1) != compress::CodecError::kOk) {
+    ++stats_.bad_chunks;
+    return;
+  }
+  ++got_[w];
+  if (push_[w] == Push::kNone) push_[w] = Push::kOpen;
+  if (!any_push_) {
+    any_push_ = true;
+    first_push_ = now_;
+  }
+}
+
+void LocalGroup::on_bubble(const ltp::ChunkRef& c, ltp::FillRule) {
+  // Nothing to add: the chunk's contributor count stays lower and its mean unbiased.
+  if (worker_of(c.key.src_node) >= 0 && c.key.round == round_ && !ready_) ++stats_.push_bubbles;
+}
+
+void LocalGroup::on_transfer_end(const ltp::TransferSummary& s) {
+  const int w = worker_of(s.key.src_node);
+  if (w < 0 || s.key.round != round_ || s.key.job != cfg_.job || ready_) return;
+  if (push_[w] == Push::kDone || push_[w] == Push::kBad) return;
+  push_[w] = got_[w] > 0 ? Push::kDone : Push::kBad;
+  ++ended_;
+  if (got_[w] > 0) ++present_;
+  if (ended_ == cfg_.workers) make_ready();
+}
+
+void LocalGroup::make_ready() {
+  present_ = 0;
+  for (uint32_t g : got_) present_ += g > 0;
+  acc_->finalise(agg::Finalise::kMean);
+  ready_ = true;
+  ++stats_.rounds;
+}
+
+void LocalGroup::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSink& tx) {
+  if (!ok()) return;
+  now_ = now;
+  auto common = wire::parse_common(msg);
+  if (!common) {
+    ++stats_.stray_packets;
+    return;
+  }
+  const int w = worker_of(common->src_node);
+  if (common->type == wire::MsgType::kData) {
+    if (w >= 0 && common->job == cfg_.job && !any_push_ && !ready_) {
+      // Nothing of the current round yet: a later round's push moves the group there.
+      auto d = wire::parse_data(msg);
+      if (d && d->f.round > round_) {
+        stats_.skipped_rounds += d->f.round - round_;
+        start_round(d->f.round, now, tx);
+      }
+    }
+    receiver_->on_packet(msg, now, *this, tx);
+    return;
+  }
+  if (w < 0 || !outs_[w]->started || (common->type != wire::MsgType::kAck && common->type != wire::MsgType::kClose &&
+                                      common->type != wire::MsgType::kReject)) {
+    ++stats_.stray_packets;
+    return;
+  }
+  Out& o = *outs_[w];
+  const uint64_t ignored = o.sender->stats().acks_ignored;
+  o.sender->on_packet(msg, now);
+  if (o.sender->stats().acks_ignored != ignored) ++stats_.stray_packets;
+  o.sender->poll(now, tx);
+}
+
+Nanos LocalGroup::poll(Nanos now, ltp::PacketSink& tx) {
+  if (!ok()) return ltp::kNever;
+  now_ = now;
+  Nanos next = receiver_->poll(now, *this, tx);
+  for (auto& o : outs_) {
+    if (!o->started) continue;
+    if (!o->sender->done()) next = std::min(next, o->sender->poll(now, tx));
+    if (o->sender->done() && !o->counted) {
+      o->counted = true;
+      if (o->sender->state() == ltp::SenderState::kTimedOut) ++stats_.result_timeouts;
+    }
+  }
+  if (any_push_ && !ready_) {
+    if (now - first_push_ >= cfg_.push_timeout) {
+      ++stats_.push_timeouts;
+      make_ready();
+      stats_.missing_workers += cfg_.workers - present_;
+    } else {
+      next = std::min(next, first_push_ + cfg_.push_timeout);
+    }
+  }
+  return next;
+}
+
+bool LocalGroup::deliver(uint32_t round, std::span<const float> result, Nanos now, ltp::PacketSink& tx) {
+  if (!ok() || !contribution_ready(round) || result.size() != result_.size()) return false;
+  now_ = now;
+  // Result transfers still running share result_: stop them before it is overwritten.
+  for (uint32_t w = 0; w < cfg_.workers; ++w) {
+    Out& o = *outs_[w];
+    if (!o.started || o.sender->done()) continue;
+    ++stats_.result_abandoned;
+    ltp::SenderConfig sc = cfg_.sender;
+    sc.local_node = cfg_.gateway_node;
+    sc.peer_node = static_cast<uint16_t>(kWorkerNodeBase + w);
+    sc.max_chunks = chunks_;
+    o.sender = std::make_unique<ltp::Sender>(sc, o.rc, rng_);
+    o.started = false;
+  }
+  std::copy(result.begin(), result.end(), result_.begin());
+  ltp::TransferSpec spec;
+  spec.job = cfg_.job;
+  spec.round = round;
+  spec.policy_version = 0;
+  spec.shard = 0;
+  spec.contributors = static_cast<uint16_t>(std::max<uint32_t>(present_, 1));
+  spec.codec = CodecId::kF32;
+  spec.chunk_size = cfg_.chunk_bytes;
+  spec.data = {reinterpret_cast<const uint8_t*>(result_.data()), result_.size() * sizeof(float)};
+  for (uint32_t w = 0; w < cfg_.workers; ++w) {
+    if (push_[w] == Push::kNone || push_[w] == Push::kBad) continue;
+    Out& o = *outs_[w];
+    if (o.sender->start(spec, now)) {
+      o.started = true;
+      o.counted = false;
+      o.sender->poll(now, tx);
+    }
+  }
+  delivered_round_ = round;
+  delivered_present_ = present_;
+  ++stats_.delivered;
+  start_round(round + 1, now, tx);
+  return true;
+}
+
+bool LocalGroup::round_delivered() const {
+  for (const auto& o : outs_)
+    if (o->started && !o->sender->done()) return false;
+  return true;
+}
+
+}  // namespace sg::sync

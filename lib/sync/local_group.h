@@ -1,0 +1,154 @@
+// The gateway's LAN side of a round: collects the gradients the site's training workers push
+// (one LTP transfer each), averages them into the site's contribution for the WAN round
+// (SiteSync), and sends the round's result back to every worker that pushed.
+//
+// Protocol (fixed; the worker client in client/ speaks it over kernel UDP):
+//   push    worker w (LTP node id kWorkerNodeBase + w) sends its whole float32 gradient as
+//           ONE transfer: job, round R, shard 0, policy_version 0, chunk size chunk_bytes.
+//   result  the gateway (node id gateway_node = its site id) sends the result as one
+//           transfer to each worker, same job, round R, shard 0.
+//
+// Means. contribution() is the per-chunk MEAN over the workers whose chunk arrived, so a
+// chunk missing from one worker (a bubble, or a worker that timed out) is averaged over the
+// others, never counted as zeros. SiteSync then averages sites: the global result is the
+// mean of site means, which is the exact global mean when every site has as many workers.
+//
+// Rounds. The group collects one round at a time, starting at cfg.first_round. deliver(R)
+// moves it to R+1 at once (workers may push R+1 while results of R are still in flight).
+// While nothing of the current round has arrived, a push for a later round moves the group
+// there (workers that restarted, or a gateway that started late); a push for an earlier
+// round is answered with CLOSE(kStale), which the worker reports as an error.
+//
+// Missing workers. Once the first push of a round has arrived, the round's contribution is
+// ready when every worker's transfer has ended, or push_timeout later with the workers (and
+// chunks) that made it. Counted in stats().push_timeouts / missing_workers.
+//
+// Time is passed in; packets come in as LTP messages and leave through an ltp::PacketSink
+// (TxMeta::peer_node says which worker; the caller maps node ids to the address the worker's
+// DATA came from). Owner: one engine; nothing allocates after construction.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "aggregate/accumulator.h"
+#include "common/rng.h"
+#include "ltp/receiver.h"
+#include "ltp/sender.h"
+
+namespace sg::sync {
+
+inline constexpr uint16_t kWorkerNodeBase = 0x8000;
+inline constexpr uint32_t kMaxLocalWorkers = 4096;
+
+struct LocalGroupConfig {
+  uint32_t job = 1;
+  uint16_t gateway_node = 1;         // this gateway's site id
+  uint32_t workers = 1;              // N: worker w has node id kWorkerNodeBase + w
+  uint64_t model_floats = 0;         // gradient length (float32 values)
+  uint32_t chunk_bytes = 1344;       // multiple of 4
+  uint32_t first_round = 1;
+  Nanos push_timeout = 10 * kSecond; // after the first push of a round
+  ltp::ReceiverConfig receiver;      // local_node, max_chunks, rounds_ahead set by LocalGroup
+  ltp::SenderConfig sender;          // nodes and max_chunks set per worker
+  uint64_t seed = 1;
+};
+
+// Why the constructor's config is unusable (ok() is false then and every call is a no-op).
+enum class LocalGroupError : uint8_t {
+  kOk = 0,
+  kWorkers,     // 0 or more than kMaxLocalWorkers
+  kChunkBytes,  // 0, not a multiple of 4, or > 9000
+  kModel,       // 0 floats, or more than 2^24 chunks
+};
+
+struct LocalGroupStats {
+  uint64_t rounds = 0;            // contributions made ready
+  uint64_t delivered = 0;         // deliver() calls that started result transfers
+  uint64_t push_timeouts = 0;     // rounds made ready by push_timeout
+  uint64_t missing_workers = 0;   // workers absent from a round made ready by timeout
+  uint64_t push_bubbles = 0;      // chunks a worker's push closed without
+  uint64_t bad_chunks = 0;        // wrong shard/size/round, or not a worker: ignored
+  uint64_t late_chunks = 0;       // arrived after the push timeout made the round ready
+  uint64_t stray_packets = 0;     // ACK/CLOSE/REJECT for no running result transfer, non-LTP
+  uint64_t skipped_rounds = 0;    // rounds jumped over because workers pushed a later one
+  uint64_t result_timeouts = 0;   // result transfers that gave up (worker gone)
+  uint64_t result_abandoned = 0;  // result transfers still running at the next deliver()
+};
+
+class LocalGroup final : private ltp::ReceiverSink {
+ public:
+  explicit LocalGroup(const LocalGroupConfig& cfg);
+  ~LocalGroup() override;
+
+  LocalGroupError error() const { return error_; }
+  bool ok() const { return error_ == LocalGroupError::kOk; }
+
+  // Any LTP message from a worker (the UDP payload, owned by the caller): DATA to the push
+  // receiver, ACK / CLOSE / REJECT to that worker's result sender.
+  void on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSink& tx);
+
+  // Timers (ACKs, Early Close, push timeout, result retransmissions). Returns the next time
+  // it wants to run (ltp::kNever when idle); call it again after on_packet as well.
+  Nanos poll(Nanos now, ltp::PacketSink& tx);
+
+  // Round being collected (the one contribution_ready / deliver refer to).
+  uint32_t round() const { return round_; }
+  bool contribution_ready(uint32_t round) const { return ready_ && round == round_; }
+  // The site's contribution (model_floats values), valid once contribution_ready and until
+  // deliver() for that round.
+  std::span<const float> contribution() const;
+  // Workers whose push counted for the ready round (before it is ready: for the round
+  // delivered last).
+  uint32_t contributors() const { return ready_ ? present_ : delivered_present_; }
+
+  // Sends `result` (model_floats values; copied) to every worker that pushed for `round`,
+  // and starts collecting round + 1. Result transfers of the previous deliver() still
+  // running are abandoned (counted; this re-creates their sender, the only allocation
+  // after construction, and only for a worker that stopped answering). False (nothing changes) unless contribution_ready(round)
+  // and the size matches.
+  bool deliver(uint32_t round, std::span<const float> result, Nanos now, ltp::PacketSink& tx);
+  // Every result transfer of the last deliver() has ended (acked, closed or given up).
+  bool round_delivered() const;
+
+  const LocalGroupStats& stats() const { return stats_; }
+  const ltp::Receiver& receiver() const { return *receiver_; }
+  uint32_t chunk_count() const { return chunks_; }
+
+ private:
+  struct Out;  // one worker's result sender
+  enum class Push : uint8_t { kNone, kOpen, kDone, kBad };
+
+  void on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) override;
+  void on_bubble(const ltp::ChunkRef& c, ltp::FillRule rule) override;
+  void on_transfer_end(const ltp::TransferSummary& s) override;
+  int worker_of(uint16_t node) const;
+  void start_round(uint32_t round, Nanos now, ltp::PacketSink& tx);
+  void maybe_ready(Nanos now);
+  void make_ready();
+
+  LocalGroupConfig cfg_;
+  LocalGroupError error_ = LocalGroupError::kOk;
+  uint32_t chunks_ = 0;
+  std::unique_ptr<ltp::Receiver> receiver_;
+  std::unique_ptr<agg::Accumulator> acc_;
+  std::vector<Push> push_;
+  std::vector<uint32_t> got_;  // chunks counted per worker this round
+  std::vector<std::unique_ptr<Out>> outs_;
+  std::vector<float> result_;
+  Rng rng_;
+  LocalGroupStats stats_;
+  uint32_t round_ = 0;
+  uint32_t delivered_round_ = 0;
+  uint32_t delivered_present_ = 0;
+  bool ready_ = false;
+  bool any_push_ = false;
+  uint32_t ended_ = 0;    // workers whose push ended this round
+  uint32_t present_ = 0;  // of them, with at least one chunk
+  Nanos first_push_ = 0;
+  Nanos now_ = 0;  // time of the call in progress (for receiver callbacks)
+};
+
+}  // namespace sg::sync
