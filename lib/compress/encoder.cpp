@@ -93,18 +93,24 @@ EncodeResult Encoder::encode_topk(std::span<const float> grad, std::span<uint8_t
     // piled residuals up near the threshold) would otherwise serialise on one counter.
     std::fill(hist_.begin(), hist_.end(), 0u);
     uint32_t* h = hist_.data();
+    uint32_t top = 0;  // largest key: the walk down the buckets starts there
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
-      ++h[abs_key(x[i]) >> kHistShift];
-      ++h[kHistBuckets + (abs_key(x[i + 1]) >> kHistShift)];
-      ++h[2 * kHistBuckets + (abs_key(x[i + 2]) >> kHistShift)];
-      ++h[3 * kHistBuckets + (abs_key(x[i + 3]) >> kHistShift)];
+      const uint32_t k0 = abs_key(x[i]), k1 = abs_key(x[i + 1]), k2 = abs_key(x[i + 2]), k3 = abs_key(x[i + 3]);
+      ++h[k0 >> kHistShift];
+      ++h[kHistBuckets + (k1 >> kHistShift)];
+      ++h[2 * kHistBuckets + (k2 >> kHistShift)];
+      ++h[3 * kHistBuckets + (k3 >> kHistShift)];
+      top = std::max(top, std::max(std::max(k0, k1), std::max(k2, k3)));
     }
-    for (; i < n; ++i) ++h[abs_key(x[i]) >> kHistShift];
+    for (; i < n; ++i) {
+      ++h[abs_key(x[i]) >> kHistShift];
+      top = std::max(top, abs_key(x[i]));
+    }
     auto count = [h](size_t bucket) {
       return h[bucket] + h[kHistBuckets + bucket] + h[2 * kHistBuckets + bucket] + h[3 * kHistBuckets + bucket];
     };
-    size_t b = kHistBuckets;
+    size_t b = (top >> kHistShift) + 1;
     while (b > 0 && above + count(b - 1) < k) above += count(--b);
     const uint32_t bucket = static_cast<uint32_t>(b - 1);  // k <= n: some bucket reaches k
     size_t m = kern.gather_bucket(x, n, bucket, kHistShift, keys_.data());
