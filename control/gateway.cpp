@@ -40,10 +40,34 @@ bool Gateway::start() {
   dp::PushParams push = push_;
   push.rate_mbit = push_.rate_mbit / workers;  // the rate is the gateway's, split over engines
   push.chunk_bytes = cfg_.transport.chunk_bytes;
+  if (cfg_.job.model_bytes) {
+    std::string err;
+    if (!dp::initial_plan(cfg_, plan_, err)) {
+      std::fprintf(stderr, "stormgate: %s: %s\n", cfg_.source.c_str(), err.c_str());
+      return false;
+    }
+    policy_version_ = 1;
+    push.rate_mbit = 0;  // the job's rounds are the traffic
+  }
   for (unsigned w = 0; w < workers; ++w) {
     ep.queue = static_cast<uint16_t>(w);
     handlers_.push_back(std::make_unique<dp::GatewayHandler>(cfg_, ports_, nbrs_, routes_, w == 0, push));
     engines_.push_back(std::make_unique<dp::Engine>(ports_, pool_, *handlers_.back(), ep));
+  }
+  if (cfg_.job.model_bytes) {
+    // Engine 0 owns the job; the others hand its packets over through one MP/SC ring.
+    dp::LtpCounters& lc = const_cast<dp::LtpCounters&>(handlers_[0]->ltp());
+    ltp_tx_ = std::make_unique<dp::LtpTx>(ports_, nbrs_, routes_, lc);
+    job_ = std::make_unique<dp::JobRunner>(cfg_, plan_, policy_version_, *ltp_tx_);
+    if (workers > 1) {
+      handoff_ = rte_ring_create("sg_handoff", 4096, rte_socket_id(), RING_F_SC_DEQ);
+      if (!handoff_) {
+        std::fprintf(stderr, "stormgate: cannot create the engine hand-off ring\n");
+        return false;
+      }
+      for (auto& h : handlers_) h->attach_handoff(handoff_);
+    }
+    handlers_[0]->attach_job(job_.get(), ltp_tx_.get());
   }
   launch_.resize(workers);
   engines_stop_.store(false);
@@ -107,10 +131,24 @@ void Gateway::print_line(const Totals& now, const Totals& before, double seconds
   const double tx_pps = (now.tx_packets - before.tx_packets) / seconds;
   const double rx_gbit = 8.0 * (now.rx_bytes - before.rx_bytes) / seconds / 1e9;
   const double tx_gbit = 8.0 * (now.tx_bytes - before.tx_bytes) / seconds / 1e9;
-  std::printf("[%s] rx %8.0f pps %6.3f Gbit/s | tx %8.0f pps %6.3f Gbit/s | chunks in %llu out %llu | drops %llu\n",
-              cfg_.site.name.c_str(), rx_pps, rx_gbit, tx_pps, tx_gbit,
-              static_cast<unsigned long long>(now.data_rx), static_cast<unsigned long long>(now.data_tx),
-              static_cast<unsigned long long>(now.drops + now.tx_dropped));
+  std::string rounds;
+  if (job_) {
+    const auto& rc = job_->counters();
+    char buf[160];
+    const uint64_t checked = rc.values_checked.get();
+    std::snprintf(buf, sizeof buf, " | rounds %llu, last %.1f ms, early closes %llu, bubbles %llu",
+                  static_cast<unsigned long long>(rc.rounds.get()), rc.last_round_ns.load() / 1e6,
+                  static_cast<unsigned long long>(rc.early_closes.get()),
+                  static_cast<unsigned long long>(rc.up_bubbles.get() + rc.down_bubbles.get()));
+    rounds = buf;
+    if (checked) {
+      std::snprintf(buf, sizeof buf, ", exact %.2f%%", 100.0 * rc.values_exact.get() / checked);
+      rounds += buf;
+    }
+  }
+  std::printf("[%s] rx %7.0f pps %6.3f Gbit/s | tx %7.0f pps %6.3f Gbit/s | drops %llu%s\n", cfg_.site.name.c_str(),
+              rx_pps, rx_gbit, tx_pps, tx_gbit, static_cast<unsigned long long>(now.drops + now.tx_dropped),
+              rounds.c_str());
   std::fflush(stdout);
 }
 
@@ -132,6 +170,7 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
       last_print = now;
     }
     if (duration_s > 0 && elapsed >= duration_s) break;
+    if (job_ && job_->finished()) break;
   }
 }
 
@@ -154,8 +193,26 @@ bool Gateway::stop() {
     if (t.drop_by_reason[i])
       drops += std::string(" ") + dp::drop_reason_name(static_cast<dp::Drop>(i)) + "=" + std::to_string(t.drop_by_reason[i]);
   std::printf("[%s] drops:%s\n", cfg_.site.name.c_str(), drops.empty() ? " none" : drops.c_str());
+  if (job_) {
+    const auto& rc = job_->counters();
+    const uint64_t n = rc.rounds.get();
+    const uint64_t checked = rc.values_checked.get();
+    std::printf("[%s] job %u: %llu rounds of %llu bytes, mean round %.1f ms, early closes %llu, bubbles up %llu down %llu, "
+                "timeouts %llu, retransmits %llu, values equal to the exact mean %.4f%%\n",
+                cfg_.site.name.c_str(), cfg_.job.id, (unsigned long long)n, (unsigned long long)cfg_.job.model_bytes,
+                n ? rc.round_ns_total.get() / 1e6 / n : 0.0, (unsigned long long)rc.early_closes.get(),
+                (unsigned long long)rc.up_bubbles.get(), (unsigned long long)rc.down_bubbles.get(),
+                (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.retransmits.get(),
+                checked ? 100.0 * rc.values_exact.get() / checked : 0.0);
+  }
   engines_.clear();
   handlers_.clear();
+  job_.reset();
+  ltp_tx_.reset();
+  if (handoff_) {
+    rte_ring_free(handoff_);
+    handoff_ = nullptr;
+  }
   dp::teardown_ports(ports_);
   bool full = true;
   if (pool_) {

@@ -10,6 +10,9 @@
 #include "config/config.h"
 #include "dataplane/engine.h"
 #include "dataplane/gateway_handler.h"
+#include "dataplane/job_runner.h"
+#include "dataplane/ltp_tx.h"
+#include "topology/plan.h"
 #include "dataplane/neighbours.h"
 #include "dataplane/ports.h"
 
@@ -42,6 +45,9 @@ class Gateway {
   const dp::Neighbours& neighbours() const { return nbrs_; }
   const std::vector<dp::PeerRoute>& routes() const { return routes_; }
   uint64_t data_rx_from_peer(size_t peer_index) const;
+  const dp::JobRunner* job() const { return job_.get(); }
+  const topo::Plan& plan() const { return plan_; }
+  uint32_t policy_version() const { return policy_version_; }
   unsigned workers() const { return static_cast<unsigned>(engines_.size()); }
 
  private:
@@ -54,6 +60,11 @@ class Gateway {
   dp::Neighbours nbrs_;
   std::vector<dp::PeerRoute> routes_;
   std::vector<std::unique_ptr<dp::GatewayHandler>> handlers_;
+  topo::Plan plan_;
+  uint32_t policy_version_ = 0;
+  std::unique_ptr<dp::LtpTx> ltp_tx_;
+  std::unique_ptr<dp::JobRunner> job_;
+  rte_ring* handoff_ = nullptr;
   std::vector<std::unique_ptr<dp::Engine>> engines_;
   std::vector<dp::Engine::LaunchArgs> launch_;
   std::atomic<bool> engines_stop_{false};

@@ -69,6 +69,48 @@ int links_cb(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
+int rounds_cb(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard lk(g_mu);
+  rte_tel_data_start_dict(d);
+  if (!g_gw || !g_gw->job()) return 0;
+  const auto& c = g_gw->job()->counters();
+  rte_tel_data_add_dict_u64(d, "job", g_gw->config().job.id);
+  rte_tel_data_add_dict_u64(d, "rounds_done", c.rounds.get());
+  rte_tel_data_add_dict_u64(d, "last_round", c.last_round.load());
+  rte_tel_data_add_dict_u64(d, "last_round_us", c.last_round_ns.load() / 1000);
+  rte_tel_data_add_dict_u64(d, "mean_round_us", c.rounds.get() ? c.round_ns_total.get() / 1000 / c.rounds.get() : 0);
+  rte_tel_data_add_dict_u64(d, "early_closes", c.early_closes.get());
+  rte_tel_data_add_dict_u64(d, "bubbles_up", c.up_bubbles.get());
+  rte_tel_data_add_dict_u64(d, "bubbles_down", c.down_bubbles.get());
+  rte_tel_data_add_dict_u64(d, "timeouts", c.timeouts.get());
+  rte_tel_data_add_dict_u64(d, "retransmits", c.retransmits.get());
+  rte_tel_data_add_dict_u64(d, "values_checked", c.values_checked.get());
+  rte_tel_data_add_dict_u64(d, "values_exact", c.values_exact.get());
+  return 0;
+}
+
+int policy_cb(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard lk(g_mu);
+  rte_tel_data_start_dict(d);
+  if (!g_gw || !g_gw->job()) return 0;
+  const topo::Plan& p = g_gw->plan();  // immutable while the gateway runs
+  const auto sites = dp::job_sites(g_gw->config());
+  rte_tel_data_add_dict_u64(d, "version", g_gw->policy_version());
+  rte_tel_data_add_dict_u64(d, "sites", p.num_sites);
+  rte_tel_data_add_dict_u64(d, "model_bytes", p.model_bytes);
+  rte_tel_data_add_dict_u64(d, "shards", p.shards.size());
+  for (size_t s = 0; s < p.shards.size() && s < 32; ++s) {
+    const auto& t = p.shards[s];
+    // "root=SITE bytes=B parents=a,b,c" with site ids (parent of each site in site-id order, - for the root)
+    std::string v = "root=" + std::to_string(sites[t.root]) + " bytes=" + std::to_string(t.bytes()) + " parents=";
+    for (size_t i = 0; i < t.parent.size(); ++i)
+      v += (i ? "," : "") + (t.parent[i] == topo::kNoSite ? std::string("-") : std::to_string(sites[t.parent[i]]));
+    rte_tel_data_add_dict_string(d, ("shard" + std::to_string(s)).c_str(), v.c_str());
+  }
+  rte_tel_data_add_dict_u64(d, "multipath_splits", p.splits.size());
+  return 0;
+}
+
 }  // namespace
 
 void telemetry_attach(const Gateway* gw) {
@@ -76,6 +118,8 @@ void telemetry_attach(const Gateway* gw) {
   std::call_once(once, [] {
     rte_telemetry_register_cmd("/stormgate/stats", stats_cb, "Packet, LTP and drop counters. No parameters");
     rte_telemetry_register_cmd("/stormgate/links", links_cb, "Per peer: next hops and chunks received. No parameters");
+    rte_telemetry_register_cmd("/stormgate/rounds", rounds_cb, "Job rounds: progress, early closes, bubbles. No parameters");
+    rte_telemetry_register_cmd("/stormgate/policy", policy_cb, "Policy in force: version, trees, splits. No parameters");
   });
   std::lock_guard lk(g_mu);
   g_gw = gw;

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <span>
 
+#include "dataplane/job_runner.h"
+#include "dataplane/ltp_tx.h"
 #include "wire/arp.h"
 #include "wire/frame.h"
 #include "wire/ltp_codec.h"
@@ -65,10 +67,23 @@ GatewayHandler::GatewayHandler(const config::GatewayConfig& cfg, const std::vect
                                const std::vector<PeerRoute>& routes, bool arp_owner, PushParams push)
     : cfg_(cfg), ports_(ports), nbrs_(nbrs), routes_(routes), arp_owner_(arp_owner), push_(push) {
   tsc_hz_ = rte_get_tsc_hz();
+  tsc0_ = rte_get_tsc_cycles();
   if (push_.rate_mbit > 0) {
     const double frame_bits = 8.0 * (push_.chunk_bytes + sizeof(wire::DataHeader) + 42);
     push_interval_tsc_ = std::max<uint64_t>(1, static_cast<uint64_t>(frame_bits / (push_.rate_mbit * 1e6) * tsc_hz_));
   }
+}
+
+Nanos GatewayHandler::now_ns(uint64_t tsc) const {
+  return static_cast<Nanos>(static_cast<__uint128_t>(tsc - tsc0_) * 1000000000u / tsc_hz_);
+}
+
+void GatewayHandler::on_stop_st(EngineIo&) {
+  if (!job_ || !handoff_) return;
+  void* objs[32];
+  unsigned n;
+  while ((n = rte_ring_dequeue_burst(handoff_, objs, 32, nullptr)) > 0)
+    rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
 }
 
 int GatewayHandler::peer_index(uint32_t ipv4) const {
@@ -200,7 +215,7 @@ void GatewayHandler::handle_arp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
 }
 
 void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t, rte_mbuf* m, size_t off, size_t len, uint32_t src_ip,
-                                   uint64_t) {
+                                   uint64_t now_tsc) {
   std::span<const uint8_t> msg(rte_pktmbuf_mtod(m, const uint8_t*) + off, len);
   auto common = wire::parse_common(msg);
   if (!common) {
@@ -214,15 +229,26 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t, rte_mbuf* m, size_t o
     rte_pktmbuf_free(m);
     return;
   }
+  if (job_ || handoff_) {
+    if (common->job != cfg_.job.id) {
+      ltp_.other_job.add();
+      io.counters().drop(Drop::kLtpRefused);
+      rte_pktmbuf_free(m);
+      return;
+    }
+    if (!job_) {
+      // Not the job's engine: hand the whole frame to engine 0 (it validates it again).
+      if (rte_ring_enqueue(handoff_, m) != 0) {
+        ltp_.handoff_full.add();
+        rte_pktmbuf_free(m);
+      }
+      return;
+    }
+  }
   switch (common->type) {
     case wire::MsgType::kData: {
-      auto d = wire::parse_data(msg);
-      if (!d) {
-        io.counters().drop(Drop::kBadLtp);
-        break;
-      }
       ltp_.data_rx.add();
-      ltp_.data_rx_bytes.add(d->payload.size());
+      ltp_.data_rx_bytes.add(msg.size() > sizeof(wire::DataHeader) ? msg.size() - sizeof(wire::DataHeader) : 0);
       const int pi = peer_index(src_ip);
       if (pi >= 0 && pi < static_cast<int>(ltp_.data_rx_from_site.size())) ltp_.data_rx_from_site[pi].add();
       break;
@@ -233,11 +259,34 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t, rte_mbuf* m, size_t o
     case wire::MsgType::kReject: ltp_.reject_rx.add(); break;
     default: io.counters().drop(Drop::kBadLtp); break;
   }
+  if (job_) {
+    // The payload is read in place: chunks are added into the accumulators from this mbuf.
+    ltp_tx_->bind_st(&io);
+    job_->on_packet_st(msg, now_ns(now_tsc));
+  } else if (common->type == wire::MsgType::kData && !wire::parse_data(msg)) {
+    io.counters().drop(Drop::kBadLtp);
+  }
   rte_pktmbuf_free(m);
 }
 
 unsigned GatewayHandler::on_poll_st(EngineIo& io, uint64_t now_tsc) {
   unsigned work = 0;
+  if (job_) {
+    if (handoff_) {
+      void* objs[32];
+      const unsigned n = rte_ring_dequeue_burst(handoff_, objs, 32, nullptr);
+      for (unsigned i = 0; i < n; ++i) {
+        auto* m = static_cast<rte_mbuf*>(objs[i]);
+        uint16_t pi = 0;
+        for (uint16_t k = 0; k < ports_.size(); ++k)
+          if (ports_[k].id == m->port) pi = k;
+        handle_one_st(io, pi, m, now_tsc);
+      }
+      work += n;
+    }
+    ltp_tx_->bind_st(&io);
+    work += job_->poll_st(now_ns(now_tsc));
+  }
   if (arp_owner_) work += resolve_st(io, now_tsc);
   if (push_interval_tsc_) work += push_st(io, now_tsc);
   return work;

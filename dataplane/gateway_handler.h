@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <vector>
 
+#include <rte_ring.h>
+
+#include "common/clock.h"
 #include "config/config.h"
 #include "dataplane/counters.h"
 #include "dataplane/engine.h"
@@ -24,6 +27,8 @@ struct LtpCounters {
   Counter arp_requests_answered, arp_requests_sent, arp_learned;
   Counter data_tx, data_tx_bytes;
   Counter no_mbuf;       // pool empty when building a packet
+  Counter handoff_full;  // job packet from another engine's queue dropped: engine 0's ring was full
+  Counter other_job;     // LTP for a job this gateway does not run
   std::array<Counter, 64> data_rx_from_site{};  // by peer index (first 64 peers)
 };
 
@@ -49,10 +54,20 @@ struct PushParams {
   uint32_t chunks_per_round = 4096;
 };
 
+class JobRunner;
+class LtpTx;
+
 class GatewayHandler final : public PacketHandler {
  public:
   GatewayHandler(const config::GatewayConfig& cfg, const std::vector<Port>& ports, Neighbours& nbrs,
                  const std::vector<PeerRoute>& routes, bool arp_owner, PushParams push);
+
+  // Engine 0 runs the job: LTP messages of the job go to `job` (sending through `tx`).
+  void attach_job(JobRunner* job, LtpTx* tx) { job_ = job; ltp_tx_ = tx; }
+  // Other engines hand the job's packets to engine 0 through `ring` (multi-producer,
+  // single-consumer; the mbuf's ownership moves with it). Engine 0 drains the same ring.
+  void attach_handoff(rte_ring* ring) { handoff_ = ring; }
+  void on_stop_st(EngineIo& io) override;
 
   void on_rx_st(EngineIo& io, uint16_t port_index, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc) override;
   unsigned on_poll_st(EngineIo& io, uint64_t now_tsc) override;
@@ -83,6 +98,11 @@ class GatewayHandler final : public PacketHandler {
   size_t next_route_ = 0;
   uint32_t round_ = 1;
   uint32_t chunk_ = 0;
+  JobRunner* job_ = nullptr;
+  LtpTx* ltp_tx_ = nullptr;
+  rte_ring* handoff_ = nullptr;
+  uint64_t tsc0_ = 0;
+  Nanos now_ns(uint64_t tsc) const;
 };
 
 }  // namespace sg::dp

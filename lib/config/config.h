@@ -127,6 +127,17 @@ struct DataplaneConfig {
   uint32_t tx_drain_us = 100;
 };
 
+// The training job whose gradients this gateway synchronises. model_bytes 0: no job (the
+// gateway only answers ARP and forwards). workers 0: the gateway makes a synthetic gradient
+// each round itself (demo and tests); N: it waits for N local workers' pushes.
+struct JobConfig {
+  uint32_t id = 1;
+  uint64_t model_bytes = 0;
+  uint32_t rounds = 0;            // 0: until stopped
+  uint32_t workers = 0;
+  uint32_t round_timeout_ms = 30000;
+};
+
 struct GatewayConfig {
   std::string source;  // file the config came from, for messages
   SiteConfig site;
@@ -138,6 +149,7 @@ struct GatewayConfig {
   ControlConfig control;
   TelemetryConfig telemetry;
   DataplaneConfig dataplane;
+  JobConfig job;
 
   const PortConfig* find_port(const std::string& name) const;
   const PeerConfig* find_peer(uint16_t id) const;

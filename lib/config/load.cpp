@@ -158,6 +158,16 @@ void read_dataplane(MapReader& top, GatewayConfig& cfg) {
   r.integer("tx_drain_us", 1, 100000, d.tx_drain_us);
 }
 
+void read_job(MapReader& top, GatewayConfig& cfg) {
+  MapReader r(top.child("job"), "job", top.errors());
+  JobConfig& j = cfg.job;
+  r.integer("id", 1, 0xffffffffLL, j.id);
+  r.integer("model_bytes", 0, int64_t{1} << 36, j.model_bytes);
+  r.integer("rounds", 0, 0xffffffffLL, j.rounds);
+  r.integer("workers", 0, 4096, j.workers);
+  r.integer("round_timeout_ms", 10, 3600000, j.round_timeout_ms);
+}
+
 }  // namespace
 
 LoadResult load_config_text(const std::string& text, const std::string& source) {
@@ -198,6 +208,7 @@ LoadResult load_config_text(const std::string& text, const std::string& source) 
     read_control(top, cfg);
     read_telemetry(top, cfg);
     read_dataplane(top, cfg);
+    read_job(top, cfg);
   }  // top's destructor reports unknown sections
   if (errs.empty()) {
     // Defaults that depend on other sections: a peer's UDP port is the transport's, and a peer

@@ -39,6 +39,15 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
     errs.add_at("transport.chunk_bytes", "a multiple of 4 (whole float32 values)",
                 std::to_string(cfg.transport.chunk_bytes));
 
+  if (cfg.job.model_bytes % 4 != 0)
+    errs.add_at("job.model_bytes", "a multiple of 4 (whole float32 values)", std::to_string(cfg.job.model_bytes));
+  if (cfg.job.model_bytes && cfg.job.model_bytes / cfg.transport.chunk_bytes + 1 > cfg.transport.max_chunks_per_transfer)
+    errs.add_at("job.model_bytes",
+                "at most transport.max_chunks_per_transfer chunks (" +
+                    std::to_string(cfg.transport.max_chunks_per_transfer) + " of " +
+                    std::to_string(cfg.transport.chunk_bytes) + " B)",
+                std::to_string(cfg.job.model_bytes));
+
   std::set<uint16_t> peer_ids;
   std::set<uint32_t> peer_addrs;
   for (size_t i = 0; i < cfg.peers.size(); ++i) {

@@ -1,0 +1,138 @@
+#include "dataplane/job_runner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "topology/baselines.h"
+#include "topology/fapt.h"
+
+namespace sg::dp {
+namespace {
+
+// Synthetic gradient of site index i in round r: a per-site offset plus a pattern shared by
+// all sites, so the exact mean is known at every site without talking.
+inline float synthetic(int i, uint32_t r, size_t k) {
+  return 0.5f * static_cast<float>(i + 1) + static_cast<float>((k * 7 + r) % 1000) * 1e-3f;
+}
+
+}  // namespace
+
+std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg) {
+  std::vector<uint16_t> s{cfg.site.id};
+  for (const auto& p : cfg.peers) s.push_back(p.id);
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error) {
+  const int n = static_cast<int>(job_sites(cfg).size());
+  // Before any measurement every link looks the same: 1 Gbit/s, 10 ms, 5 GB/s aggregation.
+  const topo::Network net = topo::Network::uniform(n, 125e6, 0.010, 5e9);
+  topo::PlannerOptions opt;
+  opt.max_shards = cfg.topology.shards;
+  opt.chunk_bytes = cfg.transport.chunk_bytes;
+  opt.multipath = false;  // relay forwarding arrives with the multipath work
+  switch (cfg.topology.planner) {
+    case config::Planner::kFapt: plan = topo::plan_fapt(net, cfg.job.model_bytes, opt); break;
+    case config::Planner::kStar: plan = topo::star_plan(net, cfg.job.model_bytes, cfg.transport.chunk_bytes); break;
+    case config::Planner::kBlindTree: plan = topo::blind_tree_plan(net, cfg.job.model_bytes, cfg.topology.shards); break;
+    case config::Planner::kRing:
+      error = "topology.planner 'ring' is a simulator baseline (not a tree); the gateway runs fapt, star or blind_tree";
+      return false;
+  }
+  plan.splits.clear();
+  if (topo::validate(plan) != topo::PlanError::kOk) {
+    error = std::string("planner produced an invalid plan: ") + std::string(topo::plan_error_name(topo::validate(plan)));
+    return false;
+  }
+  return true;
+}
+
+JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx)
+    : cfg_(cfg), tx_(tx), sites_(job_sites(cfg)) {
+  for (size_t i = 0; i < sites_.size(); ++i)
+    if (sites_[i] == cfg.site.id) self_ = static_cast<int>(i);
+  sync::SyncConfig sc;
+  sc.job = cfg.job.id;
+  sc.self_node = cfg.site.id;
+  sc.site_nodes = sites_;
+  sc.chunk_bytes = cfg.transport.chunk_bytes;
+  sc.receiver.max_transfers = cfg.transport.max_transfers;
+  sc.receiver.fill_rule = static_cast<ltp::FillRule>(cfg.transport.bubble_fill);
+  sc.receiver.early_close.enabled = cfg.transport.early_close.enabled;
+  sc.receiver.early_close.max_loss_fraction = cfg.transport.max_loss_fraction;
+  sc.receiver.early_close.quiet_rtts = cfg.transport.early_close.quiet_rtts;
+  sc.reliable_baseline = cfg.transport.rate_controller == config::RateController::kAimd;
+  sc.round_timeout = static_cast<Nanos>(cfg.job.round_timeout_ms) * kMilli;
+  sc.seed = cfg.site.id;
+  sync_ = std::make_unique<sync::SiteSync>(sc);
+  sync_->set_plan(plan, policy_version);
+  local_.assign(cfg.job.model_bytes / 4, 0.0f);
+}
+
+void JobRunner::fill_local(uint32_t round) {
+  for (size_t k = 0; k < local_.size(); ++k) local_[k] = synthetic(self_, round, k);
+}
+
+void JobRunner::check_result() {
+  // The exact mean of every site's synthetic gradient, compared value by value.
+  const auto r = sync_->result();
+  float offset = 0;
+  for (size_t i = 0; i < sites_.size(); ++i) offset += 0.5f * static_cast<float>(i + 1);
+  offset /= static_cast<float>(sites_.size());
+  uint64_t exact = 0;
+  for (size_t k = 0; k < r.size(); ++k) {
+    const float want = offset + static_cast<float>((k * 7 + round_) % 1000) * 1e-3f;
+    exact += std::fabs(r[k] - want) <= 1e-5f * (1.0f + std::fabs(want));
+  }
+  c_.values_checked.add(r.size());
+  c_.values_exact.add(exact);
+}
+
+void JobRunner::on_packet_st(std::span<const uint8_t> msg, Nanos now) {
+  sync_->on_packet(msg, now, tx_);
+  next_wake_ = 0;  // state changed: run the timers on the next pass
+}
+
+unsigned JobRunner::poll_st(Nanos now) {
+  if (finished()) return 0;
+  unsigned work = 0;
+  if (!sync_->running()) {
+    if (!checked_ && sync_->round_done()) {
+      checked_ = true;
+      const auto& s = sync_->stats();
+      c_.rounds.add();
+      c_.early_closes.add(s.early_closes - last_.early_closes);
+      c_.up_bubbles.add(s.up_bubbles - last_.up_bubbles);
+      c_.down_bubbles.add(s.down_bubbles - last_.down_bubbles);
+      c_.timeouts.add(s.timeouts - last_.timeouts);
+      c_.retransmits.add(s.retransmits - last_.retransmits);
+      c_.stray.add(s.stray_acks - last_.stray_acks);
+      last_ = s;
+      const uint64_t took = static_cast<uint64_t>(sync_->round_finished() - sync_->round_started());
+      c_.round_ns_total.add(took);
+      c_.last_round_ns.store(took, std::memory_order_relaxed);
+      c_.last_round.store(round_, std::memory_order_relaxed);
+      if (cfg_.job.workers == 0) check_result();
+      if (cfg_.job.rounds && round_ >= cfg_.job.rounds) {
+        finished_.store(true, std::memory_order_release);
+        return 1;
+      }
+    }
+    if (cfg_.job.workers == 0) {
+      fill_local(round_ + 1);
+      if (sync_->begin_round(round_ + 1, local_, now, tx_)) {
+        ++round_;
+        checked_ = false;
+        ++work;
+      }
+    }
+  }
+  if (now >= next_wake_) {
+    next_wake_ = sync_->poll(now, tx_);
+    ++work;
+  }
+  return work;
+}
+
+}  // namespace sg::dp

@@ -1,0 +1,64 @@
+// Runs the configured job's rounds on engine 0: one lib/sync SiteSync fed with the LTP
+// messages of the job straight from the mbufs (chunks are added into the accumulators from
+// the packet payload, no copy), sending through LtpTx. With job.workers == 0 each round's
+// local gradient is synthetic and known, so every result is checked against the exact mean.
+//
+// Threads: everything _st runs on engine 0; counters() is read by control and telemetry.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "config/config.h"
+#include "dataplane/counters.h"
+#include "dataplane/ltp_tx.h"
+#include "sync/site_sync.h"
+#include "topology/plan.h"
+
+namespace sg::dp {
+
+struct RoundCounters {
+  Counter rounds, early_closes, up_bubbles, down_bubbles, timeouts, retransmits, stray;
+  Counter values_checked, values_exact;  // synthetic job: result values equal to the exact mean
+  Counter round_ns_total;
+  std::atomic<uint64_t> last_round{0}, last_round_ns{0};
+};
+
+// The sites of the job in plan order (sorted site ids) and this site's index among them.
+std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg);
+
+// The first policy: every gateway computes it from the same inputs (the site list, a
+// bandwidth-blind network, the configured planner), so all start with the same plan and
+// version 1 without talking. Returns false with a message if the planner cannot serve.
+bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error);
+
+class JobRunner {
+ public:
+  JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx);
+
+  void on_packet_st(std::span<const uint8_t> msg, Nanos now);
+  // Begins rounds, runs timers. Returns work done (packets may have been produced).
+  unsigned poll_st(Nanos now);
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+  const RoundCounters& counters() const { return c_; }
+
+ private:
+  void fill_local(uint32_t round);
+  void check_result();
+
+  const config::GatewayConfig& cfg_;
+  LtpTx& tx_;
+  std::vector<uint16_t> sites_;
+  int self_ = 0;
+  std::unique_ptr<sync::SiteSync> sync_;
+  std::vector<float> local_;
+  uint32_t round_ = 0;
+  bool checked_ = true;
+  Nanos next_wake_ = 0;
+  sync::SyncStats last_{};
+  RoundCounters c_;
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace sg::dp
