@@ -1,0 +1,83 @@
+#include "sim/cluster.h"
+
+#include <algorithm>
+
+namespace sg::sim {
+
+Cluster::Cluster(Wan& wan, std::vector<std::unique_ptr<Participant>> sites) : wan_(wan), sites_(std::move(sites)) {
+  for (int i = 0; i < size(); ++i) wan_.attach(i, static_cast<uint16_t>(i + 1), sites_[i].get());
+  counted_.assign(sites_.size(), 0);
+  before_.resize(sites_.size());
+}
+
+RoundResult Cluster::run_round(uint32_t round, const std::vector<std::span<const float>>& locals, Nanos limit) {
+  RoundResult r;
+  r.start = wan_.now();
+  int pending = 0;
+  for (int i = 0; i < size(); ++i) {
+    counted_[i] = 1;
+    if (!sites_[i]) continue;
+    before_[i] = sites_[i]->stats();
+    const auto local = locals.size() > static_cast<size_t>(i) ? locals[i] : locals[0];
+    if (!sites_[i]->begin_round(round, local, r.start, wan_.port(i))) continue;
+    counted_[i] = 0;
+    ++pending;
+    wan_.wake(i, r.start);
+  }
+  if (pending == 0) return r;
+  auto done = [&](int site) {
+    if (counted_[site] || !sites_[site]->round_done()) return false;
+    counted_[site] = 1;
+    return --pending == 0;
+  };
+  r.ok = wan_.run(done, r.start + limit);
+  r.end = r.start;
+  for (int i = 0; i < size(); ++i) {
+    if (!sites_[i]) continue;
+    if (sites_[i]->round_done()) r.end = std::max(r.end, sites_[i]->round_finished());
+    const ParticipantStats s = sites_[i]->stats();
+    r.stats.bubbles += s.bubbles - before_[i].bubbles;
+    r.stats.retransmits += s.retransmits - before_[i].retransmits;
+    r.stats.early_closes += s.early_closes - before_[i].early_closes;
+    r.stats.fallbacks += s.fallbacks - before_[i].fallbacks;
+    r.stats.timeouts += s.timeouts - before_[i].timeouts;
+    r.stats.bytes_sent += s.bytes_sent - before_[i].bytes_sent;
+  }
+  if (!r.ok) r.end = wan_.now();
+  r.seconds = static_cast<double>(r.end - r.start) * 1e-9;
+  return r;
+}
+
+std::vector<std::unique_ptr<Participant>> make_sync_sites(int n, uint32_t chunk_bytes, bool reliable, uint64_t seed,
+                                                          const SimTimeouts& t) {
+  std::vector<std::unique_ptr<Participant>> v;
+  for (int i = 0; i < n; ++i)
+    v.push_back(std::make_unique<SyncParticipant>(make_sync_config(n, i, chunk_bytes, reliable, seed, t)));
+  return v;
+}
+
+std::vector<std::unique_ptr<Participant>> make_ring_sites(const std::vector<int>& order, uint32_t chunk_bytes,
+                                                          size_t floats, uint64_t seed, const SimTimeouts& t) {
+  std::vector<std::unique_ptr<Participant>> v;
+  for (size_t i = 0; i < order.size(); ++i) {
+    RingConfig rc;
+    rc.order = order;
+    rc.self = static_cast<int>(i);
+    rc.chunk_bytes = chunk_bytes;
+    rc.floats = floats;
+    rc.seed = seed * 104729 + i;
+    rc.timeouts = t;
+    v.push_back(std::make_unique<RingParticipant>(rc));
+  }
+  return v;
+}
+
+bool install_plan(Cluster& c, const topo::Plan& plan, uint32_t version) {
+  bool ok = true;
+  for (int i = 0; i < c.size(); ++i)
+    if (auto* s = dynamic_cast<SyncParticipant*>(c.site(i))) ok &= s->sync().set_plan(plan, version);
+  c.wan().set_splits(plan.splits);
+  return ok;
+}
+
+}  // namespace sg::sim

@@ -1,0 +1,262 @@
+#include "sim/wan.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sg::sim {
+
+namespace {
+bool later(const auto& a, const auto& b) { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
+}  // namespace
+
+class Wan::Port final : public ltp::PacketSink {
+ public:
+  Port(Wan& w, int site) : w_(w), site_(site) {}
+  void send(const ltp::TxMeta& m, std::span<const uint8_t> head, std::span<const uint8_t> payload) override {
+    w_.send_from(site_, m, head, payload);
+  }
+
+ private:
+  Wan& w_;
+  int site_;
+};
+
+Wan::Wan(const WanSpec& spec, uint32_t max_msg_bytes, uint32_t payload_scale)
+    : n_(spec.n()), slot_bytes_((max_msg_bytes + 63) / 64 * 64), scale_(std::max<uint32_t>(1, payload_scale)) {
+  links_.resize(static_cast<size_t>(n_) * n_);
+  for (int i = 0; i < n_; ++i)
+    for (int j = 0; j < n_; ++j)
+      if (i != j && spec.link(i, j).bytes_per_s > 0)
+        link(i, j) = Link(spec.link(i, j), spec.seed * 1000003 + static_cast<uint64_t>(i) * n_ + j);
+  for (int i = 0; i < n_; ++i) {
+    const SiteSpec& s = spec.sites[i];
+    LinkSpec cap;
+    cap.queue_bytes = s.cap_queue_bytes;
+    cap.bytes_per_s = s.egress_bytes_per_s;
+    egress_.emplace_back(cap, spec.seed + 7 * i + 1);
+    has_egress_.push_back(s.egress_bytes_per_s > 0);
+    cap.bytes_per_s = s.ingress_bytes_per_s;
+    ingress_.emplace_back(cap, spec.seed + 7 * i + 2);
+    has_ingress_.push_back(s.ingress_bytes_per_s > 0);
+    ports_.push_back(std::make_unique<Port>(*this, i));
+  }
+  eps_.assign(n_, nullptr);
+  node_to_site_.assign(65536, -1);
+  wake_at_.assign(n_, INT64_MAX);
+  split_of_.assign(static_cast<size_t>(n_) * n_, -1);
+  codec_factor_.assign(static_cast<size_t>(n_) * n_, 1.0);
+  heap_.reserve(1 << 16);
+  pkts_.reserve(kBlock);
+}
+
+Wan::~Wan() = default;
+
+void Wan::attach(int site, uint16_t node, Endpoint* ep) {
+  eps_[site] = ep;
+  node_to_site_[node] = site;
+}
+
+ltp::PacketSink& Wan::port(int site) { return *ports_[site]; }
+
+void Wan::set_splits(const std::vector<topo::LinkSplit>& splits) {
+  std::fill(split_of_.begin(), split_of_.end(), -1);
+  splits_.clear();
+  for (const auto& ls : splits) {
+    if (ls.from >= n_ || ls.to >= n_ || ls.total_weight() == 0) continue;
+    Split s;
+    s.count = 0;
+    auto add = [&](int hop, int64_t w) {
+      if (w <= 0 || s.count > topo::kMaxRelays) return;
+      s.hops[s.count] = hop;
+      s.weight[s.count] = w;
+      s.current[s.count] = 0;
+      s.total += w;
+      ++s.count;
+    };
+    add(ls.to, ls.direct_weight);
+    for (const auto& r : ls.relays)
+      if (r.via < n_) add(r.via, r.weight);
+    if (s.count == 0) continue;
+    split_of_[static_cast<size_t>(ls.from) * n_ + ls.to] = static_cast<int>(splits_.size());
+    splits_.push_back(s);
+  }
+}
+
+void Wan::set_codec_factor(int from, int to, double factor) {
+  codec_factor_[static_cast<size_t>(from) * n_ + to] = std::max(1.0, factor);
+}
+
+void Wan::clear_codec_factors() { std::fill(codec_factor_.begin(), codec_factor_.end(), 1.0); }
+
+uint32_t Wan::alloc_packet() {
+  if (free_.empty()) {
+    const uint32_t base = static_cast<uint32_t>(pkts_.size());
+    blocks_.push_back(std::make_unique<uint8_t[]>(static_cast<size_t>(kBlock) * slot_bytes_));
+    pkts_.resize(pkts_.size() + kBlock);
+    free_.reserve(pkts_.size());
+    for (uint32_t i = kBlock; i-- > 0;) free_.push_back(base + i);
+  }
+  const uint32_t id = free_.back();
+  free_.pop_back();
+  stats_.peak_packets = std::max(stats_.peak_packets, ++in_flight_);
+  return id;
+}
+
+void Wan::free_packet(uint32_t id) {
+  free_.push_back(id);
+  --in_flight_;
+}
+
+void Wan::push(Nanos t, uint8_t kind, uint32_t id) {
+  heap_.push_back(Event{t, seq_++, id, kind});
+  std::push_heap(heap_.begin(), heap_.end(), [](const Event& a, const Event& b) { return later(a, b); });
+}
+
+void Wan::pop() {
+  std::pop_heap(heap_.begin(), heap_.end(), [](const Event& a, const Event& b) { return later(a, b); });
+  heap_.pop_back();
+}
+
+void Wan::wake(int site, Nanos at) {
+  if (at >= wake_at_[site]) return;
+  wake_at_[site] = at;
+  push(at, kWake, static_cast<uint32_t>(site));
+}
+
+int Wan::next_hop(int from, int to) {
+  const int si = split_of_[static_cast<size_t>(from) * n_ + to];
+  if (si < 0) return to;
+  // Smooth weighted round robin: the path furthest behind its share goes next.
+  Split& s = splits_[si];
+  int best = 0;
+  for (int k = 0; k < s.count; ++k) {
+    s.current[k] += s.weight[k];
+    if (s.current[k] > s.current[best]) best = k;
+  }
+  s.current[best] -= s.total;
+  return s.hops[best];
+}
+
+void Wan::send_from(int site, const ltp::TxMeta& m, std::span<const uint8_t> head, std::span<const uint8_t> payload) {
+  ++stats_.packets_sent;
+  const int dst = node_to_site_[m.peer_node];
+  const size_t len = head.size() + payload.size() + m.trailer_len;
+  if (dst < 0 || dst == site || len > slot_bytes_) {
+    ++stats_.no_route;
+    return;
+  }
+  const uint32_t id = alloc_packet();
+  uint8_t* b = slot(id);
+  std::memcpy(b, head.data(), head.size());
+  if (!payload.empty()) std::memcpy(b + head.size(), payload.data(), payload.size());
+  if (m.trailer_len) std::memset(b + head.size() + payload.size(), 0, m.trailer_len);
+  Packet& p = pkts_[id];
+  p.len = static_cast<uint32_t>(len);
+  p.src = static_cast<uint16_t>(site);
+  p.dst = static_cast<uint16_t>(dst);
+  p.data = m.type == wire::MsgType::kData;
+  double body = static_cast<double>(payload.size()) * scale_;
+  if (p.data) body /= codec_factor_[static_cast<size_t>(site) * n_ + dst];
+  p.wire = static_cast<uint32_t>(head.size() + m.trailer_len + static_cast<uint64_t>(body + 0.5));
+  route(id, site, p.data ? next_hop(site, dst) : dst, now_);
+}
+
+void Wan::route(uint32_t id, int at, int next, Nanos now) {
+  Packet& p = pkts_[id];
+  Link& l = link(at, next);
+  if (!l.exists()) {
+    ++stats_.no_route;
+    free_packet(id);
+    return;
+  }
+  Nanos t = now;
+  if (has_egress_[at]) {
+    const Link::Outcome e = egress_[at].send(now, p.wire);
+    if (e.dropped) {
+      ++stats_.dropped_queue;
+      free_packet(id);
+      return;
+    }
+    t = e.depart;
+  }
+  const Link::Outcome o = l.send(t, p.wire);
+  if (o.dropped || o.lost) {
+    ++(o.dropped ? stats_.dropped_queue : stats_.lost);
+    free_packet(id);
+    return;
+  }
+  p.prev = static_cast<uint16_t>(at);
+  p.hop = static_cast<uint16_t>(next);
+  push(o.arrive, kArrive, id);
+}
+
+void Wan::deliver(uint32_t id, int at) {
+  Packet& p = pkts_[id];
+  if (p.dst != at) {  // a relay: store and forward, no aggregation
+    ++stats_.relayed;
+    route(id, at, p.dst, now_);
+    return;
+  }
+  Endpoint* ep = eps_[at];
+  if (!ep) {
+    ++stats_.no_route;
+    free_packet(id);
+    return;
+  }
+  ++stats_.delivered;
+  ep->on_packet({slot(id), p.len}, now_, *ports_[at]);
+  free_packet(id);
+  wake(at, now_);
+}
+
+bool Wan::run(const std::function<bool(int site)>& site_done, Nanos until) {
+  while (!heap_.empty()) {
+    const Event ev = heap_.front();
+    if (ev.t > until) return false;
+    pop();
+    now_ = std::max(now_, ev.t);
+    ++stats_.events;
+    switch (ev.kind) {
+      case kArrive: {
+        Packet& p = pkts_[ev.id];
+        const int at = p.hop;
+        if (hop_) hop_(p.prev, at, p.wire, p.data, now_);
+        if (has_ingress_[at]) {
+          const Link::Outcome o = ingress_[at].send(now_, p.wire);
+          if (o.dropped) {
+            ++stats_.dropped_queue;
+            free_packet(ev.id);
+          } else {
+            push(o.depart, kDeliver, ev.id);
+          }
+          break;
+        }
+        const bool final_hop = p.dst == at;
+        deliver(ev.id, at);  // may grow pkts_: p is not used after this
+        if (final_hop && site_done(at)) return true;
+        break;
+      }
+      case kDeliver: {
+        const int at = pkts_[ev.id].hop;
+        const bool final_hop = pkts_[ev.id].dst == at;
+        deliver(ev.id, at);
+        if (final_hop && site_done(at)) return true;
+        break;
+      }
+      case kWake: {
+        const int site = static_cast<int>(ev.id);
+        if (wake_at_[site] != ev.t) break;  // superseded by an earlier request
+        wake_at_[site] = INT64_MAX;
+        if (!eps_[site]) break;
+        Nanos next = eps_[site]->poll(now_, *ports_[site]);
+        if (next <= now_) next = now_ + 1;  // a state machine that wants to run again at once
+        if (next != ltp::kNever) wake(site, next);
+        if (site_done(site)) return true;
+        break;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace sg::sim

@@ -1,0 +1,191 @@
+// Whole rounds on the simulated WAN with the real SiteSync and the ring baseline: exact
+// means, determinism for a seed, relays that forward without aggregating, caps that bind.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "sim/cluster.h"
+#include "sim/scenario.h"
+#include "topology/baselines.h"
+#include "topology/fapt.h"
+
+namespace sg::sim {
+namespace {
+
+WanSpec mesh(int n, double Bps, Nanos delay, double loss, uint64_t seed) {
+  WanSpec w;
+  w.seed = seed;
+  for (int i = 0; i < n; ++i) w.sites.push_back(SiteSpec{"s" + std::to_string(i)});
+  w.links.assign(static_cast<size_t>(n) * n, LinkSpec{});
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      LinkSpec& l = w.link(i, j);
+      l.bytes_per_s = i == j ? 0 : Bps;
+      l.delay = delay;
+      l.loss = loss;
+      l.queue_bytes = 4u << 20;
+    }
+  return w;
+}
+
+struct Inputs {
+  std::vector<std::vector<float>> v;
+  std::vector<std::span<const float>> spans;
+  std::vector<double> mean;
+  Inputs(int n, size_t floats, uint64_t seed) : v(n, std::vector<float>(floats)), mean(floats, 0) {
+    Rng r(seed);
+    for (int i = 0; i < n; ++i)
+      for (size_t k = 0; k < floats; ++k) {
+        v[i][k] = static_cast<float>(r.uniform() * 2 - 1);
+        mean[k] += v[i][k] / n;
+      }
+    for (auto& x : v) spans.emplace_back(x);
+  }
+};
+
+void expect_mean(Cluster& c, const Inputs& in) {
+  for (int i = 0; i < c.size(); ++i) {
+    auto r = c.site(i)->result();
+    ASSERT_EQ(r.size(), in.mean.size());
+    for (size_t k = 0; k < r.size(); ++k) ASSERT_NEAR(r[k], in.mean[k], 1e-5) << "site " << i << " float " << k;
+  }
+}
+
+struct RunOut {
+  double seconds = 0;
+  uint64_t events = 0, retx = 0;
+  std::vector<float> result;
+};
+
+RunOut fapt_round(uint64_t seed, double loss) {
+  const int n = 4;
+  WanSpec w = mesh(n, 12.5e6, 10 * kMilli, loss, seed);
+  w.link(0, 1).bytes_per_s = 2.5e6;  // one slow link the planner should avoid
+  Wan wan(w, 2048, 1);
+  Cluster c(wan, make_sync_sites(n, 1024, false, seed));
+  const uint64_t model = 400 * 1024;
+  topo::PlannerOptions opt;
+  opt.chunk_bytes = 1024;
+  const topo::Plan plan = topo::plan_fapt(network_at(w, 0, 1, 1e9), model, opt);
+  EXPECT_TRUE(install_plan(c, plan, 1));
+  Inputs in(n, model / 4, 5);
+  const RoundResult r = c.run_round(1, in.spans, 60 * kSecond);
+  EXPECT_TRUE(r.ok);
+  if (loss == 0) expect_mean(c, in);
+  RunOut out;
+  out.seconds = r.seconds;
+  out.events = wan.stats().events;
+  out.retx = r.stats.retransmits;
+  auto res = c.site(2)->result();
+  out.result.assign(res.begin(), res.end());
+  return out;
+}
+
+TEST(Wan, SiteSyncOnAFaptPlanGivesEverySiteTheMean) {
+  const RunOut r = fapt_round(1, 0);
+  EXPECT_GT(r.seconds, 0.02);  // at least the round trips
+  EXPECT_LT(r.seconds, 5);
+}
+
+TEST(Wan, DeterministicForASeed) {
+  const RunOut a = fapt_round(7, 0.01), b = fapt_round(7, 0.01), c = fapt_round(8, 0.01);
+  EXPECT_EQ(a.seconds, b.seconds);
+  EXPECT_EQ(a.events, b.events);
+  EXPECT_EQ(a.retx, b.retx);
+  EXPECT_EQ(0, std::memcmp(a.result.data(), b.result.data(), a.result.size() * 4));
+  EXPECT_NE(a.events, c.events) << "another seed draws other losses";
+}
+
+TEST(Wan, RingAllReduceGivesEverySiteTheMean) {
+  for (int n : {2, 3, 5}) {
+    WanSpec w = mesh(n, 12.5e6, 5 * kMilli, 0, 3);
+    Wan wan(w, 2048, 1);
+    const size_t floats = 30011;  // not a multiple of n or of the chunk
+    const auto net = network_at(w, 0, 1, 1e9);
+    Cluster c(wan, make_ring_sites(best_ring(n, net.bw, net.rtt), 1024, floats, 3));
+    for (uint32_t round = 1; round <= 2; ++round) {
+      Inputs in(n, floats, round);
+      ASSERT_TRUE(c.run_round(round, in.spans, 60 * kSecond).ok) << n << " sites";
+      expect_mean(c, in);
+    }
+  }
+}
+
+TEST(Wan, RingIsReliableUnderLoss) {
+  WanSpec w = mesh(4, 12.5e6, 5 * kMilli, 0.02, 4);
+  Wan wan(w, 2048, 1);
+  Inputs in(4, 50000, 9);
+  std::vector<int> order{0, 1, 2, 3};
+  Cluster c(wan, make_ring_sites(order, 1024, 50000, 4));
+  const RoundResult r = c.run_round(1, in.spans, 120 * kSecond);
+  ASSERT_TRUE(r.ok);
+  expect_mean(c, in);
+  EXPECT_GT(r.stats.retransmits, 0u);
+  EXPECT_EQ(r.stats.bubbles, 0u);
+}
+
+TEST(Wan, RelaysForwardSplitLinksWithoutAggregating) {
+  // Star to site 0 with 1 -> 0 split over relay 2: relayed chunks arrive intact.
+  const int n = 3;
+  WanSpec w = mesh(n, 12.5e6, 5 * kMilli, 0, 2);
+  Wan wan(w, 2048, 1);
+  Cluster c(wan, make_sync_sites(n, 1024, true, 2));
+  topo::Plan plan = topo::star_plan(network_at(w, 0, 1, 1e9), 200 * 1024, 1024);
+  topo::ShardTree& t = plan.shards[0];
+  t.root = 0;
+  t.parent = {topo::kNoSite, 0, 0};
+  topo::LinkSplit split;
+  split.from = 1;
+  split.to = 0;
+  split.direct_weight = 1;
+  split.relays.push_back({2, 1});
+  plan.splits.push_back(split);
+  ASSERT_EQ(topo::validate(plan), topo::PlanError::kOk);
+  ASSERT_TRUE(install_plan(c, plan, 1));
+  Inputs in(n, 200 * 1024 / 4, 1);
+  ASSERT_TRUE(c.run_round(1, in.spans, 60 * kSecond).ok);
+  expect_mean(c, in);
+  // Half of 1 -> 0's 200 chunks took the relay.
+  EXPECT_GE(wan.stats().relayed, 90u);
+  EXPECT_GT(wan.link(1, 2).stats().delivered, 90u);
+}
+
+TEST(Wan, EgressCapSlowsTheRound) {
+  auto round = [](double cap) {
+    WanSpec w = mesh(3, 12.5e6, 5 * kMilli, 0, 2);
+    w.sites[1].egress_bytes_per_s = cap;
+    Wan wan(w, 2048, 1);
+    Cluster c(wan, make_sync_sites(3, 1024, false, 2));
+    topo::Plan plan = topo::star_plan(network_at(w, 0, 1, 1e9), 1 << 20, 1024);
+    plan.shards[0].root = 0;
+    plan.shards[0].parent = {topo::kNoSite, 0, 0};
+    EXPECT_TRUE(install_plan(c, plan, 1));
+    Inputs in(3, (1 << 20) / 4, 1);
+    return c.run_round(1, in.spans, 60 * kSecond).seconds;
+  };
+  const double free = round(0), capped = round(1.25e6);
+  // 1 MB at 10 Mbit/s out of site 1: at least 0.8 s.
+  EXPECT_GT(capped, 0.8);
+  EXPECT_GT(capped, 3 * free);
+}
+
+TEST(Wan, PayloadScaleChargesFullChunksOnTheWire) {
+  // Same round, 1/8 of the floats for real: the links see the same bytes, so the time matches.
+  auto round = [](uint32_t scale) {
+    WanSpec w = mesh(3, 12.5e6, 5 * kMilli, 0, 2);
+    Wan wan(w, 16384, scale);
+    const uint32_t chunk = 8192 / scale;
+    Cluster c(wan, make_sync_sites(3, chunk, false, 2));
+    const uint64_t model = (4u << 20) / scale;
+    topo::Plan plan = topo::star_plan(network_at(w, 0, scale, 1e9), model, chunk);
+    EXPECT_TRUE(install_plan(c, plan, 1));
+    Inputs in(3, model / 4, 1);
+    return c.run_round(1, in.spans, 60 * kSecond).seconds;
+  };
+  const double full = round(1), scaled = round(8);
+  EXPECT_NEAR(scaled / full, 1.0, 0.1);
+}
+
+}  // namespace
+}  // namespace sg::sim
