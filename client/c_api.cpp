@@ -1,0 +1,85 @@
+// C ABI over sg::client::Worker: no exception crosses it.
+#include <memory>
+#include <new>
+#include <string>
+
+#include "stormgate_client.h"
+#include "worker.h"
+
+struct sg_worker {
+  std::unique_ptr<sg::client::Worker> w;
+  std::string error;
+};
+
+extern "C" {
+
+void sg_worker_options_init(sg_worker_options* o) {
+  if (!o) return;
+  sg::client::WorkerOptions d;
+  o->gateway_host = "127.0.0.1";
+  o->gateway_port = d.gateway_port;
+  o->gateway_node = d.gateway_node;
+  o->worker_index = d.worker_index;
+  o->job = d.job;
+  o->chunk_bytes = d.chunk_bytes;
+  o->bind_host = "0.0.0.0";
+  o->bind_port = 0;
+}
+
+int sg_worker_open(const sg_worker_options* o, sg_worker** out) {
+  if (!out) return SG_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  try {
+    auto* h = new sg_worker;
+    *out = h;
+    if (!o) {
+      h->error = "no options";
+      return SG_ERR_INVALID_ARGUMENT;
+    }
+    sg::client::WorkerOptions wo;
+    wo.gateway_host = o->gateway_host ? o->gateway_host : "127.0.0.1";
+    wo.gateway_port = o->gateway_port;
+    wo.gateway_node = o->gateway_node;
+    wo.worker_index = o->worker_index;
+    wo.job = o->job;
+    wo.chunk_bytes = o->chunk_bytes;
+    wo.bind_host = o->bind_host ? o->bind_host : "0.0.0.0";
+    wo.bind_port = o->bind_port;
+    h->w = std::make_unique<sg::client::Worker>(wo);
+    if (!h->w->status().ok()) {
+      h->error = h->w->status().message;
+      return static_cast<int>(h->w->status().code);
+    }
+    return SG_OK;
+  } catch (const std::bad_alloc&) {
+    return SG_ERR_SOCKET;
+  }
+}
+
+void sg_worker_close(sg_worker* w) { delete w; }
+
+int sg_worker_allreduce(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms) {
+  if (!w) return SG_ERR_INVALID_ARGUMENT;
+  if (!w->w) {
+    w->error = "worker not open";
+    return SG_ERR_INVALID_ARGUMENT;
+  }
+  try {
+    auto s = w->w->allreduce(data, n, round, static_cast<sg::Nanos>(timeout_ms) * sg::kMilli);
+    w->error = s.message;
+    return static_cast<int>(s.code);
+  } catch (const std::bad_alloc&) {
+    w->error = "out of memory";
+    return SG_ERR_INVALID_ARGUMENT;
+  }
+}
+
+const char* sg_worker_last_error(const sg_worker* w) { return w ? w->error.c_str() : "no worker handle"; }
+
+const char* sg_error_name(int status) { return sg::client::error_name(static_cast<sg::client::ErrorCode>(status)); }
+
+double sg_worker_last_round_seconds(const sg_worker* w) {
+  return w && w->w ? w->w->stats().last_round_seconds : 0.0;
+}
+
+}  // extern "C"

@@ -1,0 +1,114 @@
+// _stormgate: the worker client for Python (pybind11). Takes any writable, C-contiguous
+// float32 buffer (numpy arrays; torch CPU tensors through tensor.numpy(), which shares
+// memory) and synchronises it in place, with the GIL released while it waits.
+// python/stormgate/ wraps this with torch helpers and the DDP communication hook.
+#include <pybind11/pybind11.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "worker.h"
+
+namespace py = pybind11;
+using sg::client::ErrorCode;
+using sg::client::Worker;
+using sg::client::WorkerOptions;
+
+namespace {
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct Timeout : Error {
+  using Error::Error;
+};
+struct Stale : Error {
+  using Error::Error;
+};
+
+[[noreturn]] void raise(const sg::client::Status& s) {
+  const std::string msg = std::string(sg::client::error_name(s.code)) + ": " + s.message;
+  if (s.code == ErrorCode::kTimeout) throw Timeout(msg);
+  if (s.code == ErrorCode::kStale) throw Stale(msg);
+  if (s.code == ErrorCode::kInvalidArgument) throw py::value_error(msg);
+  throw Error(msg);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_stormgate, m) {
+  m.doc() = "stormgate worker client (LTP over kernel UDP to the site's gateway)";
+  static py::exception<Error> error(m, "StormgateError", PyExc_RuntimeError);
+  static py::exception<Timeout> timeout(m, "GatewayTimeout", error.ptr());
+  static py::exception<Stale> stale(m, "StaleRound", error.ptr());
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Timeout& e) {
+      PyErr_SetString(timeout.ptr(), e.what());
+    } catch (const Stale& e) {
+      PyErr_SetString(stale.ptr(), e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(error.ptr(), e.what());
+    }
+  });
+
+  py::class_<Worker>(m, "Worker")
+      .def(py::init([](const std::string& host, uint16_t port, uint32_t worker_index, uint16_t gateway_node,
+                       uint32_t job, uint32_t chunk_bytes, const std::string& bind_host, uint16_t bind_port) {
+             WorkerOptions o;
+             o.gateway_host = host;
+             o.gateway_port = port;
+             o.worker_index = worker_index;
+             o.gateway_node = gateway_node;
+             o.job = job;
+             o.chunk_bytes = chunk_bytes;
+             o.bind_host = bind_host;
+             o.bind_port = bind_port;
+             auto w = std::make_unique<Worker>(o);
+             if (!w->status().ok()) raise(w->status());
+             return w;
+           }),
+           py::arg("host") = "127.0.0.1", py::arg("port") = 7400, py::arg("worker_index") = 0,
+           py::arg("gateway_node") = 1, py::arg("job") = 1, py::arg("chunk_bytes") = 1344,
+           py::arg("bind_host") = "0.0.0.0", py::arg("bind_port") = 0)
+      .def(
+          "allreduce",
+          [](Worker& w, py::buffer buf, uint32_t round, double timeout_s) {
+            py::buffer_info info = buf.request(/*writable=*/true);
+            if (info.itemsize != 4 || info.format != py::format_descriptor<float>::format())
+              throw py::type_error("allreduce needs a float32 buffer, got format '" + info.format + "'");
+            // C-contiguous: each stride is the product of the later dimensions.
+            py::ssize_t expect = 4;
+            for (py::ssize_t d = info.ndim - 1; d >= 0; --d) {
+              if (info.shape[d] > 1 && info.strides[d] != expect)
+                throw py::value_error("allreduce needs a contiguous buffer");
+              expect *= info.shape[d];
+            }
+            sg::client::Status s;
+            {
+              py::gil_scoped_release nogil;
+              s = w.allreduce(static_cast<float*>(info.ptr), static_cast<size_t>(info.size), round,
+                              static_cast<sg::Nanos>(timeout_s * sg::kSecond));
+            }
+            if (!s.ok()) raise(s);
+          },
+          py::arg("buffer"), py::arg("round"), py::arg("timeout") = 30.0,
+          "Synchronise `buffer` (float32, contiguous, writable) in place: it becomes the mean over all "
+          "workers of all sites for `round`. Raises GatewayTimeout, StaleRound or StormgateError.")
+      .def_property_readonly("gateway", &Worker::gateway_address)
+      .def_property_readonly("local_port", &Worker::local_port)
+      .def_property_readonly("last_round_seconds", [](const Worker& w) { return w.stats().last_round_seconds; })
+      .def_property_readonly("stats", [](const Worker& w) {
+        const auto& s = w.stats();
+        py::dict d;
+        d["rounds"] = s.rounds;
+        d["push_retransmits"] = s.push_retransmits;
+        d["result_bubbles"] = s.result_bubbles;
+        d["datagrams_sent"] = s.datagrams_sent;
+        d["datagrams_received"] = s.datagrams_received;
+        d["send_dropped"] = s.send_dropped;
+        d["last_round_seconds"] = s.last_round_seconds;
+        return d;
+      });
+}

@@ -1,0 +1,63 @@
+/* stormgate worker client, C ABI (libstormgate_client.so). For C programs, ctypes/cffi and
+ * other languages; C++ code may use sg::client::Worker (client/worker.h) directly.
+ *
+ *   sg_worker_options o;
+ *   sg_worker_options_init(&o);
+ *   o.gateway_host = "10.0.0.1"; o.worker_index = 2;
+ *   sg_worker* w = NULL;
+ *   if (sg_worker_open(&o, &w) != SG_OK) { puts(sg_worker_last_error(w)); }
+ *   int rc = sg_worker_allreduce(w, grad, n, round, 30000);   // grad := global mean
+ *   if (rc != SG_OK) fprintf(stderr, "%s: %s\n", sg_error_name(rc), sg_worker_last_error(w));
+ *   sg_worker_close(w);
+ *
+ * A handle is used by one thread at a time. Strings returned stay valid until the next
+ * call on the same handle. */
+#ifndef STORMGATE_CLIENT_H
+#define STORMGATE_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum sg_status {
+  SG_OK = 0,
+  SG_ERR_INVALID_ARGUMENT = 1,
+  SG_ERR_SOCKET = 2,
+  SG_ERR_TIMEOUT = 3, /* gateway unreachable or no result in time; the message names the address */
+  SG_ERR_STALE = 5,   /* the gateway is already past this round */
+  SG_ERR_REJECTED = 6,
+  SG_ERR_PROTOCOL = 7
+};
+
+typedef struct sg_worker_options {
+  const char* gateway_host; /* IPv4 address or name; default "127.0.0.1" */
+  uint16_t gateway_port;    /* default 7400 */
+  uint16_t gateway_node;    /* the gateway's site.id; default 1 */
+  uint32_t worker_index;    /* 0..workers-1 */
+  uint32_t job;             /* default 1 */
+  uint32_t chunk_bytes;     /* default 1344 */
+  const char* bind_host;    /* default "0.0.0.0" */
+  uint16_t bind_port;       /* default 0 (any) */
+} sg_worker_options;
+
+typedef struct sg_worker sg_worker;
+
+void sg_worker_options_init(sg_worker_options* o);
+/* Always sets *out (also on error, so that sg_worker_last_error can explain); close it. */
+int sg_worker_open(const sg_worker_options* o, sg_worker** out);
+void sg_worker_close(sg_worker* w);
+/* data[0..n) := mean over all workers of all sites for `round`. timeout in ms. */
+int sg_worker_allreduce(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms);
+const char* sg_worker_last_error(const sg_worker* w);
+const char* sg_error_name(int status);
+/* Seconds the last successful allreduce took. */
+double sg_worker_last_round_seconds(const sg_worker* w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,279 @@
+#include "worker.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/rng.h"
+#include "ltp/delivery_rate_controller.h"
+#include "ltp/receiver.h"
+#include "ltp/sender.h"
+#include "udp_batch.h"
+#include "wire/ltp_codec.h"
+
+namespace sg::client {
+
+const char* error_name(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kOk: return "ok";
+    case ErrorCode::kInvalidArgument: return "invalid argument";
+    case ErrorCode::kSocket: return "socket error";
+    case ErrorCode::kTimeout: return "timeout";
+    case ErrorCode::kStale: return "stale round";
+    case ErrorCode::kRejected: return "rejected";
+    case ErrorCode::kProtocol: return "protocol error";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr uint16_t kWorkerNodeBase = 0x8000;
+
+// Writes the gateway's result transfer straight into the output buffer; a chunk that never
+// arrives keeps the worker's own gradient (Bubble Filling with the local rule).
+class ResultSink final : public ltp::ReceiverSink {
+ public:
+  void reset(uint32_t round, float* out, const float* local, size_t n, uint32_t chunk_bytes, uint32_t chunks) {
+    round_ = round;
+    out_ = out;
+    local_ = local;
+    n_ = n;
+    chunk_floats_ = chunk_bytes / 4;
+    chunks_ = chunks;
+    seen_.assign(chunks, 0);
+    received_ = bubbles_ = mismatched_ = 0;
+    ended_ = false;
+  }
+
+  void on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) override {
+    if (c.key.round != round_ || ended_) return;  // a leftover of an older round
+    if (c.chunk_count != chunks_ || c.codec != CodecId::kF32 || c.chunk_index >= chunks_ || seen_[c.chunk_index]) {
+      ++mismatched_;
+      return;
+    }
+    const size_t off = static_cast<size_t>(c.chunk_index) * chunk_floats_;
+    const size_t want = std::min(chunk_floats_, n_ - off);
+    if (payload.size() != want * 4) {
+      ++mismatched_;
+      return;
+    }
+    std::memcpy(out_ + off, payload.data(), payload.size());
+    seen_[c.chunk_index] = 1;
+    ++received_;
+  }
+
+  void on_bubble(const ltp::ChunkRef& c, ltp::FillRule) override {
+    if (c.key.round != round_ || ended_ || c.chunk_count != chunks_ || c.chunk_index >= chunks_) return;
+    const size_t off = static_cast<size_t>(c.chunk_index) * chunk_floats_;
+    const size_t cnt = std::min(chunk_floats_, n_ - off);
+    if (out_ + off != local_ + off) std::memcpy(out_ + off, local_ + off, cnt * 4);
+    ++bubbles_;
+  }
+
+  void on_transfer_end(const ltp::TransferSummary& s) override {
+    if (s.key.round == round_) ended_ = true;
+  }
+
+  bool ended() const { return ended_; }
+  uint32_t received() const { return received_; }
+  uint32_t bubbles() const { return bubbles_; }
+  uint32_t mismatched() const { return mismatched_; }
+
+ private:
+  uint32_t round_ = 0;
+  float* out_ = nullptr;
+  const float* local_ = nullptr;
+  size_t n_ = 0;
+  size_t chunk_floats_ = 1;
+  uint32_t chunks_ = 0;
+  std::vector<uint8_t> seen_;
+  uint32_t received_ = 0, bubbles_ = 0, mismatched_ = 0;
+  bool ended_ = false;
+};
+
+std::string seconds(Nanos t) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%.3g s", static_cast<double>(t) / kSecond);
+  return b;
+}
+
+}  // namespace
+
+struct Worker::Impl {
+  UdpBatch sock;
+  UdpSink tx{sock};
+  sockaddr_in gateway{};
+  ltp::DeliveryRateController rc;
+  Rng rng{1};
+  std::unique_ptr<ltp::Sender> push;
+  std::unique_ptr<ltp::Receiver> recv;
+  ResultSink result;
+  uint32_t chunks = 0;
+  std::vector<float> tmp;  // result buffer when allreduce works in place
+  WorkerStats stats;
+};
+
+Worker::Worker(const WorkerOptions& opts) : opts_(opts), impl_(std::make_unique<Impl>()) {
+  auto fail = [&](ErrorCode c, std::string m) { open_status_ = {c, std::move(m)}; };
+  if (opts_.chunk_bytes == 0 || opts_.chunk_bytes % 4 || opts_.chunk_bytes + 128 > kMaxDatagram) {
+    fail(ErrorCode::kInvalidArgument, "chunk_bytes must be a positive multiple of 4 below 9000");
+    return;
+  }
+  if (opts_.worker_index >= 0x8000) {
+    fail(ErrorCode::kInvalidArgument, "worker_index must be < 32768");
+    return;
+  }
+  std::string err;
+  sockaddr_in bind_addr{};
+  if (!resolve_ipv4(opts_.gateway_host, opts_.gateway_port, impl_->gateway, err) ||
+      !resolve_ipv4(opts_.bind_host, opts_.bind_port, bind_addr, err) ||
+      !impl_->sock.open(bind_addr, &impl_->gateway, err)) {
+    fail(ErrorCode::kSocket, err);
+    return;
+  }
+  impl_->rng = Rng(0x5347ull << 32 | opts_.worker_index);
+}
+
+Worker::~Worker() = default;
+
+const WorkerStats& Worker::stats() const { return impl_->stats; }
+std::string Worker::gateway_address() const { return to_string(impl_->gateway); }
+uint16_t Worker::local_port() const { return impl_->sock.local_port(); }
+
+Status Worker::allreduce(float* data, size_t n, uint32_t round, Nanos timeout) {
+  return allreduce(data, data, n, round, timeout);
+}
+
+Status Worker::allreduce(const float* in, float* out, size_t n, uint32_t round, Nanos timeout) {
+  if (!open_status_.ok()) return open_status_;
+  if (!in || !out || n == 0) return {ErrorCode::kInvalidArgument, "empty gradient buffer"};
+  Impl& m = *impl_;
+  const uint64_t chunks64 = (static_cast<uint64_t>(n) * 4 + opts_.chunk_bytes - 1) / opts_.chunk_bytes;
+  if (chunks64 > (1u << 24)) return {ErrorCode::kInvalidArgument, "gradient larger than 2^24 chunks"};
+  const auto chunks = static_cast<uint32_t>(chunks64);
+  const uint16_t self = static_cast<uint16_t>(kWorkerNodeBase + opts_.worker_index);
+  Nanos now = monotonic_now();
+
+  // State machines are sized per model; a push left running by a failed call is dropped.
+  if (chunks != m.chunks || !m.push || !m.push->done()) {
+    ltp::SenderConfig sc;
+    sc.local_node = self;
+    sc.peer_node = opts_.gateway_node;
+    sc.max_chunks = chunks;
+    sc.give_up_after = 3600 * kSecond;  // the caller's timeout governs
+    m.push = std::make_unique<ltp::Sender>(sc, m.rc, m.rng);
+  }
+  if (chunks != m.chunks || !m.recv) {
+    ltp::ReceiverConfig rc;
+    rc.local_node = self;
+    rc.max_chunks = chunks;
+    rc.max_transfers = 4;
+    rc.max_jobs = 1;
+    rc.fill_rule = ltp::FillRule::kLocal;
+    m.recv = std::make_unique<ltp::Receiver>(rc);
+    m.chunks = chunks;
+  }
+  float* target = out;
+  if (out == in) {
+    m.tmp.resize(n);
+    target = m.tmp.data();
+  }
+  m.result.reset(round, target, in, n, opts_.chunk_bytes, chunks);
+  m.recv->begin_round(opts_.job, round, 0, now, m.result, m.tx);
+
+  ltp::TransferSpec spec;
+  spec.job = opts_.job;
+  spec.round = round;
+  spec.shard = 0;
+  spec.policy_version = 0;
+  spec.contributors = 1;
+  spec.codec = CodecId::kF32;
+  spec.chunk_size = opts_.chunk_bytes;
+  spec.data = {reinterpret_cast<const uint8_t*>(in), n * sizeof(float)};
+  if (!m.push->start(spec, now)) return {ErrorCode::kInvalidArgument, "cannot start the push transfer"};
+
+  const Nanos started = now;
+  const Nanos deadline = now + timeout;
+  const std::string gw = to_string(m.gateway);
+  bool refused_seen = false;
+  for (;;) {
+    // Everything that arrived, then the timers, then one batched send.
+    for (;;) {
+      const int r = m.sock.receive();
+      if (r < 0) {
+        if (m.sock.last_errno() == ECONNREFUSED) {
+          refused_seen = true;  // the gateway may still be starting: keep trying until the deadline
+          break;
+        }
+        return {ErrorCode::kSocket, "receive from gateway " + gw + ": " + std::strerror(m.sock.last_errno())};
+      }
+      if (r == 0) break;
+      now = monotonic_now();
+      for (int i = 0; i < r; ++i) {
+        const auto msg = m.sock.data(i);
+        auto c = wire::parse_common(msg);
+        if (!c) continue;
+        if (c->type == wire::MsgType::kData) {
+          m.recv->on_packet(msg, now, m.result, m.tx);
+        } else {
+          m.push->on_packet(msg, now);
+        }
+      }
+      if (r < static_cast<int>(kBatch)) break;
+    }
+    now = monotonic_now();
+    Nanos next = m.recv->poll(now, m.result, m.tx);
+    if (!m.push->done()) next = std::min(next, m.push->poll(now, m.tx));
+    if (!m.sock.flush() && m.sock.last_errno() == ECONNREFUSED) refused_seen = true;
+
+    if (m.push->state() == ltp::SenderState::kClosed) {
+      const auto reason = m.push->close_reason();
+      if (reason == ltp::CloseReason::kStale)
+        return {ErrorCode::kStale, "gateway " + gw + " is past round " + std::to_string(round) +
+                                       " (it refused the push as stale); use a later round number"};
+      if (reason == ltp::CloseReason::kRefused)
+        return {ErrorCode::kRejected, "gateway " + gw + " refused the push of " + std::to_string(n * 4) +
+                                          " bytes (too large for it, or no room)"};
+    }
+    if (m.push->state() == ltp::SenderState::kRejected)
+      return {ErrorCode::kRejected, "gateway " + gw + " does not speak this LTP version"};
+    if (m.result.ended()) {
+      if (m.result.mismatched() > 0 && m.result.received() == 0)
+        return {ErrorCode::kProtocol, "gateway " + gw + " sent a result of another size: its job.model_bytes " +
+                                          "does not match this gradient (" + std::to_string(n * 4) + " bytes)"};
+      if (target != out) std::memcpy(out, target, n * sizeof(float));
+      m.stats.rounds++;
+      m.stats.push_retransmits += m.push->stats().retransmits;
+      m.stats.result_bubbles += m.result.bubbles();
+      m.stats.datagrams_sent = m.sock.stats().sent;
+      m.stats.datagrams_received = m.sock.stats().received;
+      m.stats.send_dropped = m.sock.stats().send_dropped;
+      m.stats.last_round_seconds = static_cast<double>(monotonic_now() - started) / kSecond;
+      return {};
+    }
+    if (now >= deadline) {
+      const uint32_t acked = m.push->acked_chunks();
+      std::string msg;
+      if (acked == 0 && m.result.received() == 0) {
+        msg = "gateway " + gw + " unreachable: no answer within " + seconds(timeout) + " (sent " +
+              std::to_string(m.push->stats().data_sent) + " DATA packets)";
+        if (refused_seen) msg += "; ICMP port unreachable: nothing listens on that UDP port";
+      } else if (acked < chunks && m.push->state() == ltp::SenderState::kRunning) {
+        msg = "gateway " + gw + ": push of round " + std::to_string(round) + " stalled at " + std::to_string(acked) +
+              "/" + std::to_string(chunks) + " chunks acknowledged after " + seconds(timeout);
+      } else {
+        msg = "gateway " + gw + ": no result for round " + std::to_string(round) + " within " + seconds(timeout) +
+              " (push delivered; " + std::to_string(m.result.received()) + "/" + std::to_string(chunks) +
+              " result chunks). It waits for the site's other workers and the other sites; check job.workers, " +
+              "job.model_bytes (" + std::to_string(n * 4) + " here) and the worker index";
+      }
+      m.push.reset();  // a fresh sender next time
+      return {ErrorCode::kTimeout, msg};
+    }
+    m.sock.wait_readable(std::min(next, deadline));
+  }
+}
+
+}  // namespace sg::client

@@ -1,0 +1,91 @@
+// The worker client: what a training host links (or loads from Python) to synchronise its
+// gradient through the site's stormgate gateway. No DPDK: one kernel UDP socket.
+//
+//   Worker w(opts);                    // opens the socket, "connects" it to the gateway
+//   w.allreduce(grad, n, round, 30s);  // pushes grad, returns with grad = the global mean
+//
+// allreduce pushes the buffer as one LTP transfer (sg::ltp::Sender over sendmmsg, paced by
+// LTP's rate controller) and receives the result transfer (sg::ltp::Receiver over recvmmsg),
+// waiting in ppoll() between timer deadlines. A chunk of the result that never arrives
+// (Early Close on a lossy LAN) keeps this worker's own gradient, so training still steps.
+//
+// Not thread-safe: one Worker per training process (or thread). Memory for a model size is
+// allocated at the first allreduce of that size, then reused.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+
+namespace sg::client {
+
+enum class ErrorCode : int {
+  kOk = 0,
+  kInvalidArgument = 1,  // bad options or buffer
+  kSocket = 2,           // could not open / bind / resolve
+  kTimeout = 3,          // no (complete) result in time: the gateway is unreachable or slow
+  kStale = 5,            // the gateway is already past this round
+  kRejected = 6,         // the gateway refused the transfer (size, version)
+  kProtocol = 7,         // the result did not match the push (size)
+};
+const char* error_name(ErrorCode c);
+
+struct Status {
+  ErrorCode code = ErrorCode::kOk;
+  std::string message;
+  bool ok() const { return code == ErrorCode::kOk; }
+};
+
+struct WorkerOptions {
+  std::string gateway_host = "127.0.0.1";
+  uint16_t gateway_port = 7400;   // the gateway's transport.udp_port
+  uint16_t gateway_node = 1;      // the gateway's site.id
+  uint32_t worker_index = 0;      // 0..workers-1 of this site; LTP node 0x8000 + index
+  uint32_t job = 1;               // the gateway's job.id
+  uint32_t chunk_bytes = 1344;    // the gateway's transport.chunk_bytes
+  std::string bind_host = "0.0.0.0";
+  uint16_t bind_port = 0;         // 0: any
+};
+
+struct WorkerStats {
+  uint64_t rounds = 0;
+  uint64_t push_retransmits = 0;
+  uint64_t result_bubbles = 0;    // result chunks filled with the own gradient
+  uint64_t datagrams_sent = 0;
+  uint64_t datagrams_received = 0;
+  uint64_t send_dropped = 0;
+  double last_round_seconds = 0;
+};
+
+class Worker {
+ public:
+  // Opens the socket; check status() before use.
+  explicit Worker(const WorkerOptions& opts);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  const Status& status() const { return open_status_; }
+
+  // Pushes data[0..n) for `round` and replaces it with the round's result (the mean over
+  // every worker of every site). Blocks until the result arrives, an error, or `timeout`.
+  // On error, data is unchanged. `round` must grow from call to call (training step).
+  Status allreduce(float* data, size_t n, uint32_t round, Nanos timeout);
+  // Same, keeping `in` and writing the result to `out` (may alias `in`).
+  Status allreduce(const float* in, float* out, size_t n, uint32_t round, Nanos timeout);
+
+  const WorkerStats& stats() const;
+  const WorkerOptions& options() const { return opts_; }
+  std::string gateway_address() const;
+  uint16_t local_port() const;
+
+ private:
+  struct Impl;
+  WorkerOptions opts_;
+  Status open_status_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sg::client
