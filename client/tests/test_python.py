@@ -96,14 +96,18 @@ class TorchTest(unittest.TestCase):
         import torch
         import torch.distributed as dist
         import stormgate.ddp
-        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+        # Over DDP's 1 MB first bucket: after the first pass DDP splits it into several buckets.
+        def make():
+            return torch.nn.Sequential(torch.nn.Linear(8, 600), torch.nn.ReLU(), torch.nn.Linear(600, 600))
+        torch.manual_seed(0)
+        model = make()
         nparams = sum(p.numel() for p in model.parameters())
         stub = Stub(1, 4 * nparams)
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29533")
         dist.init_process_group("gloo", rank=0, world_size=1)
         try:
-            ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
+            ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.001)
             client = stormgate.Client(port=stub.port, worker_index=0)
             state = stormgate.ddp.register(ddp, client)
             x = torch.randn(4, 8)
@@ -113,7 +117,7 @@ class TorchTest(unittest.TestCase):
             self.assertEqual(client.round, 3)
             self.assertGreater(state.buckets_seen, 3, "several buckets per pass, gathered into one round")
             # One worker: the mean is its own gradient, so the gradients are plain autograd's.
-            ref = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+            ref = make()
             ref.load_state_dict(model.state_dict())
             ref(x).sum().backward()
             for p, q in zip(model.parameters(), ref.parameters()):
