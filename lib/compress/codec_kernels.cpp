@@ -97,20 +97,17 @@ inline uint32_t abs_key(float x) {
   return u & 0x7fffffffu;
 }
 
-size_t gather_bucket_scalar(const float* x, size_t n, uint32_t bucket, int shift, uint32_t* keys) {
-  size_t m = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t k = abs_key(x[i]);
-    if ((k >> shift) == bucket) keys[m++] = k;
-  }
-  return m;
-}
-
 size_t indices_at_least_scalar(const float* x, size_t n, uint32_t thr, uint32_t* idx) {
   size_t m = 0;
   for (size_t i = 0; i < n; ++i)
     if (abs_key(x[i]) >= thr) idx[m++] = static_cast<uint32_t>(i);
   return m;
+}
+
+size_t count_at_least_scalar(const uint32_t* keys, size_t n, uint32_t t) {
+  size_t c = 0;
+  for (size_t i = 0; i < n; ++i) c += keys[i] >= t;
+  return c;
 }
 
 void f16_decode_scalar(const uint8_t* in, float* out, size_t n, bool add) {
@@ -219,6 +216,21 @@ SG_AVX2 void int8_encode_avx2(const float* g, float* r, uint8_t* out, size_t n, 
     if (r) _mm256_storeu_ps(r + i, _mm256_sub_ps(x, _mm256_mul_ps(_mm256_cvtepi32_ps(q), sc)));
   }
   int8_encode_scalar(g + i, r ? r + i : nullptr, out + i, n - i, inv_scale, scale);
+}
+
+SG_AVX2 size_t count_at_least_avx2(const uint32_t* keys, size_t n, uint32_t t) {
+  if (t == 0) return n;
+  // keys < 2^31, so a signed compare against t - 1 is key >= t
+  const __m256i tm1 = _mm256_set1_epi32(static_cast<int>(t - 1));
+  __m256i acc = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    acc = _mm256_sub_epi32(acc, _mm256_cmpgt_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + i)), tm1));
+  alignas(32) uint32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
+  size_t c = count_at_least_scalar(keys + i, n - i, t);
+  for (uint32_t v : lanes) c += v;
+  return c;
 }
 
 SG_AVX2 void f16_decode_avx2(const uint8_t* in, float* out, size_t n, bool add) {
@@ -330,20 +342,6 @@ SG_AVX512 void int8_encode_avx512(const float* g, float* r, uint8_t* out, size_t
 // Top-k selects few elements: most 16-lane blocks have an empty mask and cost one compare.
 // Compress in a register and store all 16 lanes (the output has kTopKScratchPad spare
 // slots): compress-to-memory is microcoded and slow on AMD Zen 4.
-SG_AVX512 size_t gather_bucket_avx512(const float* x, size_t n, uint32_t bucket, int shift, uint32_t* keys) {
-  const __m512i absmask = _mm512_set1_epi32(0x7fffffff), b = _mm512_set1_epi32(static_cast<int>(bucket));
-  size_t m = 0, i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512i k = _mm512_and_si512(_mm512_loadu_si512(x + i), absmask);
-    const __mmask16 hit = _mm512_cmpeq_epi32_mask(_mm512_srli_epi32(k, static_cast<unsigned>(shift)), b);
-    if (hit) {
-      _mm512_storeu_si512(keys + m, _mm512_maskz_compress_epi32(hit, k));
-      m += static_cast<size_t>(__builtin_popcount(hit));
-    }
-  }
-  return m + gather_bucket_scalar(x + i, n - i, bucket, shift, keys + m);
-}
-
 SG_AVX512 size_t indices_at_least_avx512(const float* x, size_t n, uint32_t thr, uint32_t* idx) {
   const __m512i absmask = _mm512_set1_epi32(0x7fffffff), t = _mm512_set1_epi32(static_cast<int>(thr));
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -360,6 +358,18 @@ SG_AVX512 size_t indices_at_least_avx512(const float* x, size_t n, uint32_t thr,
   const size_t tail = indices_at_least_scalar(x + i, n - i, thr, idx + m);
   for (size_t j = m; j < m + tail; ++j) idx[j] += static_cast<uint32_t>(i);
   return m + tail;
+}
+
+SG_AVX512 size_t count_at_least_avx512(const uint32_t* keys, size_t n, uint32_t t) {
+  const __m512i tv = _mm512_set1_epi32(static_cast<int>(t));
+  size_t c = 0, i = 0;
+  for (; i + 16 <= n; i += 16)
+    c += static_cast<size_t>(__builtin_popcount(_mm512_cmpge_epu32_mask(_mm512_loadu_si512(keys + i), tv)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    c += static_cast<size_t>(__builtin_popcount(_mm512_mask_cmpge_epu32_mask(m, _mm512_maskz_loadu_epi32(m, keys + i), tv)));
+  }
+  return c;
 }
 
 SG_AVX512 void f16_decode_avx512(const uint8_t* in, float* out, size_t n, bool add) {
@@ -398,14 +408,14 @@ SG_AVX512 void int8_decode_avx512(const uint8_t* in, float* out, size_t n, float
 #endif
 
 constexpr CodecKernels kScalar{f32_encode_scalar, f16_encode_scalar, bf16_encode_scalar, max_abs_scalar, int8_encode_scalar,
-                               gather_bucket_scalar, indices_at_least_scalar,
+                               indices_at_least_scalar, count_at_least_scalar,
                                f16_decode_scalar, bf16_decode_scalar, int8_decode_scalar};
 #if defined(__x86_64__)
 constexpr CodecKernels kAvx2{f32_encode_avx2, f16_encode_avx2, bf16_encode_avx2, max_abs_avx2, int8_encode_avx2,
-                             gather_bucket_scalar, indices_at_least_scalar,
+                             indices_at_least_scalar, count_at_least_avx2,
                              f16_decode_avx2, bf16_decode_avx2, int8_decode_avx2};
 constexpr CodecKernels kAvx512{f32_encode_avx512, f16_encode_avx512, bf16_encode_avx512, max_abs_avx512, int8_encode_avx512,
-                               gather_bucket_avx512, indices_at_least_avx512,
+                               indices_at_least_avx512, count_at_least_avx512,
                                f16_decode_avx512, bf16_decode_avx512, int8_decode_avx512};
 #endif
 

@@ -28,11 +28,12 @@ struct CodecKernels {
   // q = round_even(clamp(x * inv_scale, -127, 127)); residual uses q * scale.
   void (*int8_encode)(const float* g, float* r, uint8_t* out, size_t n, float inv_scale, float scale);
 
-  // Top-k selection passes over x (the output arrays need kTopKScratchPad spare slots), with key(x) = bits of |x| (orders like |x|):
-  // writes key(x[i]) for every i with key(x[i]) >> shift == bucket; returns how many.
-  size_t (*gather_bucket)(const float* x, size_t n, uint32_t bucket, int shift, uint32_t* keys);
-  // writes every i with key(x[i]) >= thr, increasing; returns how many.
+  // Top-k candidates: with key(x) = bits of |x| (orders like |x|), writes every i with
+  // key(x[i]) >= thr, increasing, and returns how many. `idx` needs kTopKScratchPad spare
+  // slots past that count (whole-vector stores).
   size_t (*indices_at_least)(const float* x, size_t n, uint32_t thr, uint32_t* idx);
+  // How many of keys[0..n) are >= t; keys and t below 2^31.
+  size_t (*count_at_least)(const uint32_t* keys, size_t n, uint32_t t);
 
   // Decoders: `add` false writes out[i], true adds into out[i] (the accumulator path).
   void (*f16_decode)(const uint8_t* in, float* out, size_t n, bool add);

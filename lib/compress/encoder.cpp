@@ -14,16 +14,27 @@ namespace {
 
 // Top-k keys: |x| as integer bits orders like |x| (NaN above inf, so a NaN is sent, not hidden).
 inline uint32_t abs_key(float x) { return std::bit_cast<uint32_t>(x) & 0x7fffffffu; }
-constexpr int kHistShift = 21;  // 31-bit keys -> 1024 buckets (exponent + 2 mantissa bits)
-constexpr size_t kHistBuckets = size_t{1} << (31 - kHistShift);
+constexpr size_t kTopKSample = 256;  // keys sampled for the threshold estimate
 
 void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 void store_f32(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
 
+// The k-th largest of keys[0..n) (1 <= k <= n, keys below 2^31), bit by bit from the top:
+// the largest t with at least k keys >= t. 31 vectorised counting passes, no branchy
+// comparison sort (nth_element mispredicts on every other element).
+uint32_t kth_largest(const CodecKernels& kern, const uint32_t* keys, size_t n, size_t k) {
+  uint32_t t = 0;
+  for (int bit = 30; bit >= 0; --bit) {
+    const uint32_t cand = t | (1u << bit);
+    if (kern.count_at_least(keys, n, cand) >= k) t = cand;
+  }
+  return t;
+}
+
 }  // namespace
 
 Encoder::Encoder(size_t max_elems, agg::Isa isa)
-    : max_elems_(max_elems), isa_(isa), x_(max_elems), keys_(max_elems + kTopKScratchPad), hist_(4 * kHistBuckets) {
+    : max_elems_(max_elems), isa_(isa), x_(max_elems), keys_(max_elems), idx_(max_elems + kTopKScratchPad), sample_(kTopKSample) {
   if (!agg::isa_supported(isa)) throw std::invalid_argument("Encoder: ISA not supported by this CPU");
 }
 
@@ -63,11 +74,13 @@ EncodeResult Encoder::encode(CodecId codec, std::span<const float> grad, std::sp
   return {CodecError::kUnknownCodec, 0};
 }
 
-// Selects the k largest |x| exactly: a histogram over the key's high bits finds the bucket
-// holding the k-th largest, nth_element over that bucket alone finds the threshold key, and
-// one pass in index order emits keys above it plus the first ties (deterministic output,
-// indices increasing as the format requires). The bucket gather and the final scan are
-// ISA kernels (mostly empty masks: top-k keeps few elements).
+// Selects the k largest |x| exactly, in three steps that touch all n elements only in SIMD
+// kernels: (1) a threshold estimate `lo` from an evenly spaced sample, set so that about 2k
+// elements are >= lo; (2) a kernel collects the indices with key >= lo (few: mostly empty
+// 16-lane masks); if fewer than k came back the estimate was too high and every element is a
+// candidate; (3) kth_largest over the candidate keys gives the exact k-th largest key `thr`,
+// and the candidates, already in index order, are emitted: keys above thr plus the first
+// ties, so the output is deterministic and indices increase as the format requires.
 EncodeResult Encoder::encode_topk(std::span<const float> grad, std::span<uint8_t> out, std::span<float> residual,
                                   float ratio) {
   const size_t n = grad.size();
@@ -86,69 +99,33 @@ EncodeResult Encoder::encode_topk(std::span<const float> grad, std::span<uint8_t
     agg::add_kernels(isa_).add(x, reinterpret_cast<const uint8_t*>(grad.data()), n);
   }
 
-  uint32_t thr = 0;
-  size_t above = 0;  // keys strictly greater than thr
-  if (k > 0) {
-    // Four interleaved histograms: runs of equal buckets (common once error feedback has
-    // piled residuals up near the threshold) would otherwise serialise on one counter.
-    std::fill(hist_.begin(), hist_.end(), 0u);
-    uint32_t* h = hist_.data();
-    uint32_t top = 0;  // largest key: the walk down the buckets starts there
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      const uint32_t k0 = abs_key(x[i]), k1 = abs_key(x[i + 1]), k2 = abs_key(x[i + 2]), k3 = abs_key(x[i + 3]);
-      ++h[k0 >> kHistShift];
-      ++h[kHistBuckets + (k1 >> kHistShift)];
-      ++h[2 * kHistBuckets + (k2 >> kHistShift)];
-      ++h[3 * kHistBuckets + (k3 >> kHistShift)];
-      top = std::max(top, std::max(std::max(k0, k1), std::max(k2, k3)));
-    }
-    for (; i < n; ++i) {
-      ++h[abs_key(x[i]) >> kHistShift];
-      top = std::max(top, abs_key(x[i]));
-    }
-    auto count = [h](size_t bucket) {
-      return h[bucket] + h[kHistBuckets + bucket] + h[2 * kHistBuckets + bucket] + h[3 * kHistBuckets + bucket];
-    };
-    size_t b = (top >> kHistShift) + 1;
-    while (b > 0 && above + count(b - 1) < k) above += count(--b);
-    const uint32_t bucket = static_cast<uint32_t>(b - 1);  // k <= n: some bucket reaches k
-    size_t m = kern.gather_bucket(x, n, bucket, kHistShift, keys_.data());
-    size_t need = k - above;  // take the `need` largest keys of this bucket
-    if (m > 64) {
-      // Second radix level on the next 10 key bits, so nth_element sees few keys even when
-      // error feedback crowds one bucket.
-      constexpr int kShift2 = kHistShift - 10;
-      std::fill(h, h + 1024, 0u);
-      for (size_t j = 0; j < m; ++j) ++h[(keys_[j] >> kShift2) & 1023u];
-      size_t b2 = 1024, above2 = 0;
-      while (b2 > 0 && above2 + h[b2 - 1] < need) above2 += h[--b2];
-      const uint32_t sub = static_cast<uint32_t>(b2 - 1);
-      size_t m2 = 0;
-      for (size_t j = 0; j < m; ++j)
-        if (((keys_[j] >> kShift2) & 1023u) == sub) keys_[m2++] = keys_[j];
-      above += above2;
-      need -= above2;
-      m = m2;
-    }
-    std::nth_element(keys_.begin(), keys_.begin() + static_cast<std::ptrdiff_t>(m - need),
-                     keys_.begin() + static_cast<std::ptrdiff_t>(m));
-    thr = keys_[m - need];
-    for (size_t i = 0; i < m; ++i) above += keys_[i] > thr;
-  }
-
   uint8_t* p = out.data();
   store_u32(p, static_cast<uint32_t>(n));
   store_u32(p + 4, static_cast<uint32_t>(k));
+  if (k == 0) return {CodecError::kOk, bytes};
+
+  uint32_t lo = 0;
+  if (n >= 4 * kTopKSample && 4 * k < n) {
+    const size_t stride = n / kTopKSample;
+    for (size_t j = 0; j < kTopKSample; ++j) sample_[j] = abs_key(x[j * stride]);
+    const size_t rank = std::min(kTopKSample, 2 * kTopKSample * k / n + 5);
+    lo = kth_largest(kern, sample_.data(), kTopKSample, rank);
+  }
+  size_t c = kern.indices_at_least(x, n, lo, idx_.data());
+  if (c < k) c = kern.indices_at_least(x, n, 0, idx_.data());  // every element (c == n)
+
+  for (size_t j = 0; j < c; ++j) keys_[j] = abs_key(x[idx_[j]]);
+  const uint32_t thr = kth_largest(kern, keys_.data(), c, k);
+  // keys strictly greater than thr: all of them are sent, then ties up to k
+  const size_t above = thr == 0x7fffffffu ? 0 : kern.count_at_least(keys_.data(), c, thr + 1);
+
   uint8_t* idx = p + kTopKHeaderBytes;
   uint8_t* val = idx + 4 * k;
-  // Candidates: keys >= thr (k plus any surplus ties), reusing the key scratch.
-  const size_t c = k ? kern.indices_at_least(x, n, thr, keys_.data()) : 0;
   size_t ties = k - above, e = 0;
   for (size_t j = 0; j < c && e < k; ++j) {
-    const uint32_t i = keys_[j];
+    const uint32_t i = idx_[j];
     const uint32_t key = abs_key(x[i]);
-    if (key > thr || ties > 0) {
+    if (key > thr || (key == thr && ties > 0)) {
       if (key == thr) --ties;
       store_u32(idx + 4 * e, i);
       store_f32(val + 4 * e, x[i]);

@@ -47,8 +47,9 @@ class Encoder {
   size_t max_elems_;
   agg::Isa isa_;
   std::vector<float> x_;         // x = grad + residual when no residual buffer is given
-  std::vector<uint32_t> keys_;   // top-k selection scratch
-  std::vector<uint32_t> hist_;   // top-k histogram of key high bits
+  std::vector<uint32_t> keys_;    // top-k: candidate keys
+  std::vector<uint32_t> idx_;     // top-k: candidate indices (+ kernel store padding)
+  std::vector<uint32_t> sample_;  // top-k: sampled keys for the threshold estimate
 };
 
 }  // namespace sg::compress
