@@ -1,6 +1,8 @@
 #include "control/gateway.h"
 
+#include <rte_cycles.h>
 #include <rte_launch.h>
+#include <rte_ring_elem.h>
 #include <rte_lcore.h>
 
 #include <chrono>
@@ -68,6 +70,18 @@ bool Gateway::start() {
       for (auto& h : handlers_) h->attach_handoff(handoff_);
     }
     handlers_[0]->attach_job(job_.get(), ltp_tx_.get());
+    // Control <-> engine 0: DATA arrival samples in (SP/SC ring), policies out (RCU slot).
+    samples_ = rte_ring_create_elem("sg_samples", sizeof(measure::ArrivalSample), 16384, rte_socket_id(),
+                                    RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (!samples_) {
+      std::fprintf(stderr, "stormgate: cannot create the measurement ring\n");
+      return false;
+    }
+    policy_slot_ = std::make_unique<dp::PolicySlot>();
+    job_->attach_control(policy_slot_.get(), samples_);
+    measure::EstimatorConfig ec;
+    ec.sites = static_cast<int>(dp::job_sites(cfg_).size());
+    estimator_ = std::make_unique<measure::LinkEstimator>(ec);
   }
   launch_.resize(workers);
   engines_stop_.store(false);
@@ -152,6 +166,41 @@ void Gateway::print_line(const Totals& now, const Totals& before, double seconds
   std::fflush(stdout);
 }
 
+void Gateway::drain_samples() {
+  if (!samples_ || !estimator_) return;
+  measure::ArrivalSample buf[256];
+  unsigned n;
+  while ((n = rte_ring_dequeue_burst_elem(samples_, buf, sizeof(buf[0]), 256, nullptr)) > 0)
+    for (unsigned i = 0; i < n; ++i) estimator_->on_arrival(buf[i]);
+  const Nanos now = handlers_.empty() ? 0 : handlers_[0]->now_ns(rte_rdtsc());
+  // One estimator window per round: close them as rounds complete.
+  const uint64_t rounds = job_->counters().rounds.get();
+  if (rounds != rounds_seen_) {
+    rounds_seen_ = rounds;
+    estimator_->end_round(now);
+  }
+  const auto sites = dp::job_sites(cfg_);
+  int self = 0;
+  for (size_t i = 0; i < sites.size(); ++i)
+    if (sites[i] == cfg_.site.id) self = static_cast<int>(i);
+  std::vector<LinkView> views;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    if (static_cast<int>(i) == self) continue;
+    const auto sum = estimator_->summary(static_cast<uint16_t>(i), static_cast<uint16_t>(self), now);
+    LinkView v;
+    v.peer_id = sites[i];
+    v.mbit_s = sum.bytes_per_s * 8 / 1e6;
+    v.rtt_ms = sum.rtt_smoothed >= 0 ? sum.rtt_smoothed / 1e6 : -1;
+    v.loss = sum.loss_rate;
+    v.windows = sum.windows;
+    v.changes = sum.changes;
+    views.push_back(v);
+  }
+  policy_slot_->reclaim();
+  std::lock_guard lk(view_mu_);
+  link_views_ = std::move(views);
+}
+
 void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
@@ -160,6 +209,7 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
   const auto tick = std::chrono::milliseconds(std::max<uint32_t>(1, std::min<uint32_t>(cfg_.control.interval_ms, 100)));
   while (!stop.load(std::memory_order_relaxed)) {
     std::this_thread::sleep_for(tick);
+    drain_samples();
     const auto now = clock::now();
     const double elapsed = std::chrono::duration<double>(now - t0).count();
     if (cfg_.telemetry.stats_interval_ms &&
@@ -209,6 +259,11 @@ bool Gateway::stop() {
   handlers_.clear();
   job_.reset();
   ltp_tx_.reset();
+  policy_slot_.reset();
+  if (samples_) {
+    rte_ring_free(samples_);
+    samples_ = nullptr;
+  }
   if (handoff_) {
     rte_ring_free(handoff_);
     handoff_ = nullptr;

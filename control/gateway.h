@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include "dataplane/gateway_handler.h"
 #include "dataplane/job_runner.h"
 #include "dataplane/ltp_tx.h"
+#include "dataplane/policy_slot.h"
+#include "measure/link_estimator.h"
 #include "topology/plan.h"
 #include "dataplane/neighbours.h"
 #include "dataplane/ports.h"
@@ -23,6 +26,15 @@ struct Totals {
   uint64_t data_rx = 0, data_rx_bytes = 0, data_tx = 0, data_tx_bytes = 0, arp_answered = 0, arp_learned = 0;
   uint64_t no_mbuf = 0, bad_version = 0;
   uint64_t drop_by_reason[static_cast<size_t>(dp::Drop::kCount)] = {};
+};
+
+// What the control thread measured on one incoming link (peer -> us), for telemetry.
+struct LinkView {
+  uint16_t peer_id = 0;
+  double mbit_s = 0;
+  double rtt_ms = -1;
+  double loss = 0;
+  uint32_t windows = 0, changes = 0;
 };
 
 class Gateway {
@@ -47,6 +59,10 @@ class Gateway {
   uint64_t data_rx_from_peer(size_t peer_index) const;
   const dp::JobRunner* job() const { return job_.get(); }
   const topo::Plan& plan() const { return plan_; }
+  std::vector<LinkView> link_views() const {
+    std::lock_guard lk(view_mu_);
+    return link_views_;
+  }
   uint32_t policy_version() const { return policy_version_; }
   unsigned workers() const { return static_cast<unsigned>(engines_.size()); }
 
@@ -65,6 +81,14 @@ class Gateway {
   std::unique_ptr<dp::LtpTx> ltp_tx_;
   std::unique_ptr<dp::JobRunner> job_;
   rte_ring* handoff_ = nullptr;
+  // Control thread state.
+  void drain_samples();
+  std::unique_ptr<dp::PolicySlot> policy_slot_;
+  rte_ring* samples_ = nullptr;
+  std::unique_ptr<measure::LinkEstimator> estimator_;
+  uint64_t rounds_seen_ = 0;
+  mutable std::mutex view_mu_;  // control thread writes, telemetry thread reads
+  std::vector<LinkView> link_views_;
   std::vector<std::unique_ptr<dp::Engine>> engines_;
   std::vector<dp::Engine::LaunchArgs> launch_;
   std::atomic<bool> engines_stop_{false};

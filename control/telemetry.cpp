@@ -52,11 +52,20 @@ int links_cb(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   if (!g_gw) return 0;
   const auto& cfg = g_gw->config();
+  const auto views = g_gw->link_views();
   // DPDK 22.11 nests only arrays in a dict, so peers are flattened: "PEER_key".
   for (size_t i = 0; i < cfg.peers.size(); ++i) {
     const std::string name = key_of(cfg.peers[i].name);
     rte_tel_data_add_dict_string(d, (name + "_address").c_str(), config::format_ipv4(cfg.peers[i].address).c_str());
     rte_tel_data_add_dict_u64(d, (name + "_data_chunks_rx").c_str(), g_gw->data_rx_from_peer(i));
+    for (const auto& v : views) {
+      if (v.peer_id != cfg.peers[i].id) continue;
+      // Passive estimate of the link from this peer to us, measured from its DATA.
+      rte_tel_data_add_dict_u64(d, (name + "_in_kbit_s").c_str(), static_cast<uint64_t>(v.mbit_s * 1000));
+      rte_tel_data_add_dict_u64(d, (name + "_in_rtt_us").c_str(), v.rtt_ms < 0 ? 0 : static_cast<uint64_t>(v.rtt_ms * 1000));
+      rte_tel_data_add_dict_u64(d, (name + "_in_loss_ppm").c_str(), static_cast<uint64_t>(v.loss * 1e6));
+      rte_tel_data_add_dict_u64(d, (name + "_in_windows").c_str(), v.windows);
+    }
     for (const auto& r : g_gw->routes()) {
       if (r.peer_id != cfg.peers[i].id) continue;
       rte_ether_addr mac;

@@ -79,6 +79,7 @@ Nanos GatewayHandler::now_ns(uint64_t tsc) const {
 }
 
 void GatewayHandler::on_stop_st(EngineIo&) {
+  if (job_) job_->on_stop_st();
   if (!job_ || !handoff_) return;
   void* objs[32];
   unsigned n;

@@ -73,6 +73,8 @@ class GatewayHandler final : public PacketHandler {
   unsigned on_poll_st(EngineIo& io, uint64_t now_tsc) override;
 
   const LtpCounters& ltp() const { return ltp_; }
+  // Nanoseconds since this handler started, from the TSC: the time base of lib/ state machines.
+  Nanos now_ns(uint64_t tsc) const;
 
  private:
   void handle_one_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, uint64_t now_tsc);
@@ -102,7 +104,6 @@ class GatewayHandler final : public PacketHandler {
   LtpTx* ltp_tx_ = nullptr;
   rte_ring* handoff_ = nullptr;
   uint64_t tsc0_ = 0;
-  Nanos now_ns(uint64_t tsc) const;
 };
 
 }  // namespace sg::dp

@@ -67,6 +67,9 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sc.seed = cfg.site.id;
   sync_ = std::make_unique<sync::SiteSync>(sc);
   sync_->set_plan(plan, policy_version);
+  sync_->set_sample_sink(this);
+  policy_ = policy_version;
+  c_.policy_version.store(policy_version);
   local_.assign(cfg.job.model_bytes / 4, 0.0f);
 }
 
@@ -89,12 +92,53 @@ void JobRunner::check_result() {
   c_.values_exact.add(exact);
 }
 
+void JobRunner::on_sample(const ltp::ArrivalSample& s) {
+  if (!samples_) return;
+  int from = -1;
+  for (size_t i = 0; i < sites_.size(); ++i)
+    if (sites_[i] == s.src_node) from = static_cast<int>(i);
+  if (from < 0) return;
+  measure::ArrivalSample m;
+  m.from = static_cast<uint16_t>(from);
+  m.to = static_cast<uint16_t>(self_);
+  m.bytes = s.bytes;
+  m.at = s.arrival;
+  m.rtt = s.rtt;
+  if (rte_ring_enqueue_elem(samples_, &m, sizeof m) != 0) c_.samples_dropped.add();
+}
+
+void JobRunner::maybe_switch_policy_st() {
+  if (!slot_) return;
+  const PolicySnapshot* p = slot_->peek_st();
+  // Switch only between rounds, and only at the round every gateway agreed on.
+  if (p && p->version > policy_ && round_ + 1 >= p->from_round) {
+    if (sync_->set_plan(p->plan, p->version)) {
+      policy_ = p->version;
+      c_.policy_switches.add();
+      c_.policy_version.store(p->version, std::memory_order_relaxed);
+      c_.switch_round.store(round_ + 1, std::memory_order_relaxed);
+    }
+  }
+}
+
+void JobRunner::on_stop_st() {
+  if (slot_ && online_) slot_->offline_st();
+  online_ = false;
+}
+
 void JobRunner::on_packet_st(std::span<const uint8_t> msg, Nanos now) {
   sync_->on_packet(msg, now, tx_);
   next_wake_ = 0;  // state changed: run the timers on the next pass
 }
 
 unsigned JobRunner::poll_st(Nanos now) {
+  if (slot_) {
+    if (!online_) {
+      slot_->online_st();
+      online_ = true;
+    }
+    slot_->quiescent_st();  // no snapshot pointer is held across passes
+  }
   if (finished()) return 0;
   unsigned work = 0;
   if (!sync_->running()) {
@@ -119,6 +163,7 @@ unsigned JobRunner::poll_st(Nanos now) {
         return 1;
       }
     }
+    maybe_switch_policy_st();
     if (cfg_.job.workers == 0) {
       fill_local(round_ + 1);
       if (sync_->begin_round(round_ + 1, local_, now, tx_)) {

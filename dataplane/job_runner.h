@@ -13,6 +13,8 @@
 #include "config/config.h"
 #include "dataplane/counters.h"
 #include "dataplane/ltp_tx.h"
+#include "dataplane/policy_slot.h"
+#include "measure/link_estimator.h"
 #include "sync/site_sync.h"
 #include "topology/plan.h"
 
@@ -22,7 +24,8 @@ struct RoundCounters {
   Counter rounds, early_closes, up_bubbles, down_bubbles, timeouts, retransmits, stray;
   Counter values_checked, values_exact;  // synthetic job: result values equal to the exact mean
   Counter round_ns_total;
-  std::atomic<uint64_t> last_round{0}, last_round_ns{0};
+  Counter policy_switches, samples_dropped;
+  std::atomic<uint64_t> last_round{0}, last_round_ns{0}, policy_version{0}, switch_round{0};
 };
 
 // The sites of the job in plan order (sorted site ids) and this site's index among them.
@@ -33,9 +36,19 @@ std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg);
 // version 1 without talking. Returns false with a message if the planner cannot serve.
 bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error);
 
-class JobRunner {
+class JobRunner final : private sync::SampleSink {
  public:
   JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx);
+
+  // New policies come through `slot` (picked up at round boundaries); DATA arrival samples
+  // leave through `samples` (an rte_ring of measure::ArrivalSample, single producer) for the
+  // control thread's estimator. Both optional.
+  void attach_control(PolicySlot* slot, rte_ring* samples) {
+    slot_ = slot;
+    samples_ = samples;
+  }
+  void on_stop_st();
+  uint32_t round() const { return round_; }
 
   void on_packet_st(std::span<const uint8_t> msg, Nanos now);
   // Begins rounds, runs timers. Returns work done (packets may have been produced).
@@ -46,6 +59,8 @@ class JobRunner {
  private:
   void fill_local(uint32_t round);
   void check_result();
+  void on_sample(const ltp::ArrivalSample& s) override;
+  void maybe_switch_policy_st();
 
   const config::GatewayConfig& cfg_;
   LtpTx& tx_;
@@ -59,6 +74,10 @@ class JobRunner {
   sync::SyncStats last_{};
   RoundCounters c_;
   std::atomic<bool> finished_{false};
+  PolicySlot* slot_ = nullptr;
+  rte_ring* samples_ = nullptr;
+  bool online_ = false;
+  uint32_t policy_ = 0;
 };
 
 }  // namespace sg::dp

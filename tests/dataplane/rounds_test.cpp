@@ -19,6 +19,7 @@
 #include "dataplane/gateway_handler.h"
 #include "dataplane/job_runner.h"
 #include "dataplane/ltp_tx.h"
+#include "dataplane/policy_slot.h"
 #include "dataplane/ports.h"
 #include "eal_env.h"
 #include "wire/frame.h"
@@ -215,6 +216,50 @@ TEST(GatewayRounds, LossyLinksStillFinishWithBubblesReported) {
   EXPECT_GT(lossy_events, 0u) << "losses must show as bubbles or retransmissions";
   tb.shutdown();
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
+}
+
+TEST(GatewayRounds, PublishedPolicyIsTakenAtTheSameRoundEverywhere) {
+  Testbed tb("d", 0.0, 6, 128 * 1024);
+  PolicySlot slots[kSites];
+  for (int i = 0; i < kSites; ++i) tb.sites[i].job->attach_control(&slots[i], nullptr);
+  // What the policy protocol hands every gateway once they agree: version 2 from round 4,
+  // a different tree (a star rooted at the last site) than the initial plan.
+  topo::Plan star = tb.plan;
+  star.shards.resize(1);
+  star.shards[0].byte_begin = 0;
+  star.shards[0].byte_end = star.model_bytes;
+  star.shards[0].root = kSites - 1;
+  star.shards[0].parent.assign(kSites, kSites - 1);
+  star.shards[0].parent[kSites - 1] = topo::kNoSite;
+  ASSERT_EQ(topo::validate(star), topo::PlanError::kOk);
+  for (int i = 0; i < kSites; ++i) {
+    auto snap = std::make_unique<PolicySnapshot>();
+    snap->version = 2;
+    snap->from_round = 4;
+    snap->plan = star;
+    slots[i].publish(std::move(snap));
+  }
+  ASSERT_TRUE(tb.run(std::chrono::seconds(60)));
+  for (auto& s : tb.sites) {
+    const auto& c = s.job->counters();
+    EXPECT_EQ(c.rounds.get(), 6u);
+    EXPECT_EQ(c.policy_switches.get(), 1u) << s.cfg.site.name;
+    EXPECT_EQ(c.policy_version.load(), 2u);
+    EXPECT_EQ(c.switch_round.load(), 4u) << "every gateway switches at the agreed round";
+    EXPECT_EQ(c.values_exact.get(), c.values_checked.get()) << "no round mixed two policies";
+  }
+  // A newer snapshot replaces the old one; the old one is freed once engine 0 passed a
+  // quiescent point (it did, many times, above).
+  auto v3 = std::make_unique<PolicySnapshot>();
+  v3->version = 3;
+  v3->from_round = 100;
+  v3->plan = tb.plan;
+  slots[0].publish(std::move(v3));
+  tb.sites[0].job->poll_st(0);  // one more quiescent report
+  EXPECT_EQ(slots[0].reclaim(), 0u);
+  for (auto& s : tb.sites) s.job->on_stop_st();
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool));
 }
 
 TEST(GatewayRounds, HostileFramesAreCountedDropsNotCrashes) {

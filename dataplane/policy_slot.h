@@ -1,0 +1,55 @@
+// How a new policy reaches engine 0: the control thread publishes an immutable snapshot
+// (version, plan, first round it governs); the engine looks at it only at a round boundary
+// and copies the plan into its SiteSync. A replaced snapshot is freed once the engine has
+// passed a quiescent point after the swap (DPDK rte_rcu_qsbr), so the engine never reads
+// freed memory and never takes a lock.
+#pragma once
+
+#include <rte_rcu_qsbr.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "topology/plan.h"
+
+namespace sg::dp {
+
+struct PolicySnapshot {
+  uint32_t version = 0;
+  uint32_t from_round = 0;  // first round run under this plan; every gateway uses the same
+  topo::Plan plan;
+};
+
+class PolicySlot {
+ public:
+  PolicySlot();
+  ~PolicySlot();
+  PolicySlot(const PolicySlot&) = delete;
+  PolicySlot& operator=(const PolicySlot&) = delete;
+
+  // Control thread.
+  void publish(std::unique_ptr<PolicySnapshot> p);
+  // Frees retired snapshots whose grace period is over; returns how many remain retired.
+  size_t reclaim();
+  uint32_t published_version() const { return published_version_; }
+
+  // Engine 0 (the reader).
+  void online_st() { rte_rcu_qsbr_thread_online(qsbr_, 0); }
+  void offline_st() { rte_rcu_qsbr_thread_offline(qsbr_, 0); }
+  void quiescent_st() { rte_rcu_qsbr_quiescent(qsbr_, 0); }
+  const PolicySnapshot* peek_st() const { return current_.load(std::memory_order_acquire); }
+
+ private:
+  struct Retired {
+    PolicySnapshot* p;
+    uint64_t token;
+  };
+  rte_rcu_qsbr* qsbr_ = nullptr;
+  std::atomic<PolicySnapshot*> current_{nullptr};
+  std::vector<Retired> retired_;
+  uint32_t published_version_ = 0;
+};
+
+}  // namespace sg::dp
