@@ -1,0 +1,300 @@
+#!/usr/bin/python3
+"""Trains an MLP on scikit-learn's digits with data-parallel workers spread over sites, the
+gradients synchronised every step either through stormgate (the site gateways) or through
+torch.distributed's gloo all_reduce, over the same shaped links of scripts/testbed.
+
+  train_digits.py demo   [--sites 3] [--workers 2] [--rates 200,100,50] [--epochs 15] [--gateway stormgate|stub]
+      Runs the training twice on the testbed -- through stormgate, then with gloo over the
+      same links -- printing one line per epoch (round time, accuracy) and a side-by-side
+      summary. --gateway stub uses the DPDK-free test gateway (each site then averages only
+      its own workers: a plumbing check, not a global all-reduce).
+  train_digits.py worker --backend stormgate|gloo ...
+      One worker process (what the testbed starts in each site's worker namespace).
+  train_digits.py sim    [--sites 3] [--workers 2] [--bubble-loss 0.05] ...
+      Every worker in this process, no network: the exact mean (what gloo computes), or with
+      --bubble-loss p the numerical semantics of LTP's Early Close + Bubble Filling over the
+      WAN: every chunk of every site-to-root transfer is missing with probability p (the root
+      averages the sites that arrived), and every chunk of the result missing at a site with
+      probability p (the site keeps its own contribution, SiteSync's default down_fill).
+      Pessimistic: real LTP retransmits first and closes early with at most ~p/2 missing.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CHUNK_FLOATS = 1344 // 4
+
+
+def load_data(seed):
+    import numpy as np
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+    d = load_digits()
+    x = (d.data / 16.0).astype(np.float32)
+    return train_test_split(x, d.target.astype(np.int64), test_size=0.25, random_state=seed, stratify=d.target)
+
+
+def make_model(seed, hidden):
+    import torch
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10))
+
+
+def n_params(hidden):
+    return 64 * hidden + hidden + hidden * 10 + 10
+
+
+def shard(xtr, ytr, rank, world, batch):
+    per = len(xtr) // world
+    steps = per // batch
+    lo = rank * per
+    return xtr[lo:lo + per], ytr[lo:lo + per], steps
+
+
+def accuracy(model, xte, yte):
+    import torch
+    with torch.no_grad():
+        pred = model(torch.from_numpy(xte)).argmax(1).numpy()
+    return float((pred == yte).mean())
+
+
+def flat_grad(model):
+    import torch
+    return torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+
+
+def set_grad(model, flat):
+    off = 0
+    for p in model.parameters():
+        n = p.numel()
+        p.grad.copy_(flat[off:off + n].view_as(p))
+        off += n
+
+
+def step_grad(model, loss_fn, xb, yb):
+    import torch
+    model.zero_grad()
+    loss = loss_fn(model(torch.from_numpy(xb)), torch.from_numpy(yb))
+    loss.backward()
+    return float(loss)
+
+
+# --------------------------------------------------------------------------- worker
+def run_worker(a):
+    import numpy as np
+    import torch
+    rank, world = int(os.environ["SG_TB_RANK"]), int(os.environ["SG_TB_WORLD"])
+    torch.set_num_threads(1)
+    xtr, xte, ytr, yte = load_data(a.seed)
+    xs, ys, steps = shard(xtr, ytr, rank, world, a.batch)
+    model = make_model(a.seed, a.hidden)
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    if a.backend == "stormgate":
+        sys.path.insert(0, HERE)
+        import stormgate
+        client = stormgate.init(timeout=a.timeout)
+        sync = client.allreduce
+    else:
+        import datetime
+        import torch.distributed as dist
+        dist.init_process_group("gloo", init_method="tcp://%s:%d" % (os.environ["SG_TB_MASTER"], a.port),
+                                rank=rank, world_size=world, timeout=datetime.timedelta(seconds=a.timeout))
+
+        def sync(t):
+            dist.all_reduce(t)
+            t.div_(world)
+    progress = open(a.progress, "a") if (a.progress and rank == 0) else None
+    rng = np.random.default_rng(a.seed + rank)
+    epochs = []
+    t_start = time.perf_counter()
+    for ep in range(1, a.epochs + 1):
+        order = rng.permutation(len(xs))
+        sync_s, losses = [], []
+        t_ep = time.perf_counter()
+        for s in range(steps):
+            idx = order[s * a.batch:(s + 1) * a.batch]
+            losses.append(step_grad(model, loss_fn, xs[idx], ys[idx]))
+            g = flat_grad(model)
+            t0 = time.perf_counter()
+            sync(g)
+            sync_s.append(time.perf_counter() - t0)
+            set_grad(model, g)
+            opt.step()
+        rec = {"epoch": ep, "round_ms": 1000 * sum(sync_s) / len(sync_s), "epoch_s": time.perf_counter() - t_ep,
+               "loss": sum(losses) / len(losses), "acc": accuracy(model, xte, yte), "rounds": steps}
+        epochs.append(rec)
+        if progress:
+            progress.write(json.dumps(rec) + "\n")
+            progress.flush()
+    total = time.perf_counter() - t_start
+    if a.backend == "gloo":
+        dist.barrier()
+        dist.destroy_process_group()
+    if rank == 0 and a.out:
+        with open(a.out, "w") as f:
+            json.dump({"backend": a.backend, "world": world, "epochs": epochs, "total_s": total}, f)
+    return 0
+
+
+# --------------------------------------------------------------------------- sim
+def run_sim(a):
+    """All workers in one process: exact mean, or Bubble Filling semantics with loss p."""
+    import numpy as np
+    import torch
+    torch.set_num_threads(1)
+    xtr, xte, ytr, yte = load_data(a.seed)
+    S, W = a.sites, a.workers
+    world = S * W
+    models = [make_model(a.seed, a.hidden) for _ in range(world)]
+    opts = [torch.optim.SGD(m.parameters(), lr=a.lr, momentum=0.9) for m in models]
+    loss_fn = torch.nn.CrossEntropyLoss()
+    shards = [shard(xtr, ytr, r, world, a.batch) for r in range(world)]
+    steps = shards[0][2]
+    rngs = [np.random.default_rng(a.seed + r) for r in range(world)]
+    loss_rng = np.random.default_rng(a.seed * 7919 + 1)
+    n = n_params(a.hidden)
+    chunks = (n + CHUNK_FLOATS - 1) // CHUNK_FLOATS
+    epochs = []
+    for ep in range(1, a.epochs + 1):
+        orders = [rngs[r].permutation(len(shards[r][0])) for r in range(world)]
+        for s in range(steps):
+            grads = []
+            for r in range(world):
+                xs, ys, _ = shards[r]
+                idx = orders[r][s * a.batch:(s + 1) * a.batch]
+                step_grad(models[r], loss_fn, xs[idx], ys[idx])
+                grads.append(flat_grad(models[r]).numpy().copy())
+            site = [np.mean(grads[i * W:(i + 1) * W], axis=0) for i in range(S)]  # LAN: LocalGroup
+            p = a.bubble_loss
+            if p <= 0:
+                results = [np.mean(site, axis=0)] * S
+            else:
+                # Up: site i's chunk c reaches the root (site 0) unless lost.
+                up = loss_rng.random((S, chunks)) >= p
+                up[0, :] = True
+                mask = np.repeat(up, CHUNK_FLOATS, axis=1)[:, :n]
+                total = np.sum(np.where(mask, site, 0.0), axis=0)
+                count = np.sum(mask, axis=0)
+                mean = (total / np.maximum(count, 1)).astype(np.float32)
+                results = []
+                for i in range(S):
+                    if i == 0:
+                        results.append(mean)
+                        continue
+                    down = np.repeat(loss_rng.random(chunks) >= p, CHUNK_FLOATS)[:n]
+                    results.append(np.where(down, mean, site[i]).astype(np.float32))
+            for r in range(world):
+                set_grad(models[r], torch.from_numpy(np.ascontiguousarray(results[r // W], dtype=np.float32)))
+                opts[r].step()
+        rec = {"epoch": ep, "acc": accuracy(models[0], xte, yte),
+               "acc_mean": float(np.mean([accuracy(m, xte, yte) for m in models]))}
+        epochs.append(rec)
+        if not a.quiet:
+            print("epoch %3d  accuracy %.4f (mean over replicas %.4f)" % (ep, rec["acc"], rec["acc_mean"]), flush=True)
+    out = {"backend": "sim", "bubble_loss": a.bubble_loss, "world": world, "epochs": epochs,
+           "final_acc": epochs[-1]["acc_mean"]}
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(out, f)
+    if a.quiet:
+        print(json.dumps(out))
+    return 0
+
+
+# --------------------------------------------------------------------------- demo
+def testbed_run(a, backend, gateway, out, progress, label):
+    """Runs one training on a fresh testbed; streams rank 0's epoch lines. Returns the result."""
+    worker = ("/usr/bin/python3 %s worker --backend %s --epochs %d --batch %d --hidden %d --lr %g --seed %d "
+              "--out %s --progress %s --timeout %g"
+              % (os.path.abspath(__file__), backend, a.epochs, a.batch, a.hidden, a.lr, a.seed, out, progress,
+                 a.timeout))
+    cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", str(a.sites), "--workers", str(a.workers),
+           "--rates", a.rates, "--gateway", gateway, "--model-bytes", str(4 * n_params(a.hidden)),
+           "--worker-cmd", worker, "--quiet"]
+    if a.rotate:
+        cmd += ["--rotate", str(a.rotate)]
+    open(progress, "w").close()
+    done = threading.Event()
+
+    def follow():
+        with open(progress) as f:
+            while True:
+                line = f.readline()
+                if line:
+                    r = json.loads(line)
+                    print("  [%-9s] epoch %3d  round %8.2f ms  epoch %6.2f s  loss %.4f  accuracy %.4f"
+                          % (label, r["epoch"], r["round_ms"], r["epoch_s"], r["loss"], r["acc"]), flush=True)
+                elif done.is_set():
+                    return
+                else:
+                    time.sleep(0.2)
+    th = threading.Thread(target=follow)
+    th.start()
+    rc = subprocess.call(cmd)
+    done.set()
+    th.join()
+    if rc != 0 or not os.path.exists(out):
+        raise SystemExit("%s training failed (testbed exit %d)" % (label, rc))
+    with open(out) as f:
+        return json.load(f)
+
+
+def run_demo(a):
+    tmp = tempfile.mkdtemp(prefix="sg-digits-")
+    print("digits MLP (%d parameters, %d bytes per round), %d sites x %d workers, uplinks %s Mbit/s"
+          % (n_params(a.hidden), 4 * n_params(a.hidden), a.sites, a.workers, a.rates))
+    if a.gateway == "stub":
+        print("NOTE: --gateway stub: each site averages only its own workers (no WAN round)")
+    res = {}
+    for backend, gateway, label in (("stormgate", a.gateway, "stormgate"), ("gloo", "router", "gloo")):
+        print("\n== %s over the shaped links" % label, flush=True)
+        res[label] = testbed_run(a, backend, gateway, os.path.join(tmp, label + ".json"),
+                                 os.path.join(tmp, label + ".progress"), label)
+    print("\n== summary (%d epochs)" % a.epochs)
+    print("%-28s %14s %14s" % ("", "stormgate", "gloo"))
+
+    def row(name, f, fmt):
+        print("%-28s %14s %14s" % (name, fmt % f(res["stormgate"]), fmt % f(res["gloo"])))
+    row("mean round time (ms)", lambda r: sum(e["round_ms"] for e in r["epochs"]) / len(r["epochs"]), "%.2f")
+    row("final test accuracy", lambda r: r["epochs"][-1]["acc"], "%.4f")
+    row("training time (s)", lambda r: r["total_s"], "%.1f")
+    s_rt = sum(e["round_ms"] for e in res["stormgate"]["epochs"])
+    g_rt = sum(e["round_ms"] for e in res["gloo"]["epochs"])
+    print("round time speedup vs gloo: %.2fx" % (g_rt / s_rt if s_rt > 0 else float("nan")))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=["demo", "worker", "sim"])
+    ap.add_argument("--backend", choices=["stormgate", "gloo"], default="stormgate")
+    ap.add_argument("--sites", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--rates", default="200,100,50")
+    ap.add_argument("--rotate", type=float, default=0, help="rotate link rates every S seconds")
+    ap.add_argument("--gateway", choices=["stormgate", "stub"], default="stormgate")
+    ap.add_argument("--epochs", type=int, default=15)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--bubble-loss", type=float, default=0.0)
+    ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--port", type=int, default=29500)
+    ap.add_argument("--out", default="")
+    ap.add_argument("--progress", default="")
+    ap.add_argument("--quiet", action="store_true")
+    a = ap.parse_args()
+    return {"demo": run_demo, "worker": run_worker, "sim": run_sim}[a.mode](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
