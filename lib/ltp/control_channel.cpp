@@ -68,7 +68,7 @@ void ControlChannel::on_packet(std::span<const uint8_t> msg, Nanos now, const Co
     // RTT from the newest released message that was sent exactly once (Karn).
     const Slot& newest = tx_slots_[(ack - 1) % cfg_.window];
     if (newest.sent && newest.tries == 1) {
-      const Nanos sample = now - (newest.due - rto(1));
+      const Nanos sample = now - newest.sent_at;
       if (sample > 0) srtt_ = srtt_ == 0 ? sample : srtt_ + (sample - srtt_) / 8;
     }
     send_base_ = ack;
@@ -115,6 +115,7 @@ Nanos ControlChannel::poll(Nanos now, PacketSink& tx) {
       }
       if (s.sent) ++stats_.retransmits; else ++stats_.sent;
       s.sent = true;
+      s.sent_at = now;
       ++s.tries;
       transmit(seq, now, tx);
       s.due = now + rto(s.tries);

@@ -69,6 +69,7 @@ class ControlChannel {
     bool present = false;  // receive side: buffered out of order
     uint32_t tries = 0;
     Nanos due = 0;
+    Nanos sent_at = 0;  // last transmission
   };
   std::span<uint8_t> tx_data(uint32_t seq) { return {tx_bytes_.data() + (seq % cfg_.window) * cfg_.max_payload, cfg_.max_payload}; }
   std::span<uint8_t> rx_data(uint32_t seq) { return {rx_bytes_.data() + (seq % cfg_.window) * cfg_.max_payload, cfg_.max_payload}; }

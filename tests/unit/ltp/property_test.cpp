@@ -175,7 +175,7 @@ void check_common(const Scenario& sc, const Outcome& o) {
 TEST(LtpProperty, LossyLinksAcrossManySeeds) {
   const double losses[] = {0.0, 0.01, 0.05, 0.1, 0.2, 0.3};
   int early = 0, complete = 0;
-  for (uint64_t seed = 1; seed <= 25; ++seed) {
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
     for (double loss : losses) {
       Scenario sc;
       sc.seed = seed;
@@ -224,6 +224,35 @@ TEST(LtpProperty, OutageFallsBackToReliableDelivery) {
     EXPECT_TRUE(o.summary.fell_back);
     EXPECT_EQ(o.summary.filled, 0u) << "a fallen-back transfer is delivered completely";
     EXPECT_EQ(o.summary.reason, CloseReason::kComplete);
+  }
+}
+
+TEST(LtpProperty, PermanentOutageStillEndsBothSides) {
+  // The forward link dies for good at a random point: whatever arrived is kept, the rest is
+  // filled, the receiver frees its state and the sender gives up. Nothing hangs.
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    Scenario sc;
+    sc.seed = seed;
+    sc.loss = 0.02 * (seed % 4);
+    sc.chunks = 200;
+    sc.blackhole_from = 1 * kSecond + static_cast<Nanos>(seed) * 1200 * kMicro;
+    sc.blackhole_until = INT64_MAX / 2;
+    const Outcome o = run(sc);
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    ASSERT_TRUE(o.ended);
+    EXPECT_TRUE(o.sender_done);
+    EXPECT_EQ(o.open_after, 0u);
+    EXPECT_EQ(o.wrong, 0u);
+    EXPECT_EQ(o.filled_bad, 0u);
+    EXPECT_EQ(o.exact + o.filled_ok, sc.chunks);
+    EXPECT_EQ(o.summary.filled, o.filled_ok);
+    if (o.summary.filled > sc.chunks / 10) {
+      EXPECT_EQ(o.summary.reason, CloseReason::kAbandoned) << "past the bound only abandonment fills";
+      EXPECT_TRUE(o.summary.fell_back);
+    }
+    if (o.summary.filled > 0) {
+      EXPECT_NE(o.sender_state, SenderState::kAcked) << "bubbles were never acknowledged";
+    }
   }
 }
 
