@@ -1,0 +1,186 @@
+#include "policy/messages.h"
+
+#include <cstring>
+#include <limits>
+
+#include "common/endian.h"
+
+namespace sg::policy {
+namespace {
+
+class Writer {
+ public:
+  explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
+  void u8(uint8_t v) { out_.push_back(v); }
+  template <typename T>
+  void be(T v) {
+    BigEndian<T> f(v);
+    const auto* p = reinterpret_cast<const uint8_t*>(&f);
+    out_.insert(out_.end(), p, p + sizeof f);
+  }
+  void round(Round r) { be<uint64_t>(static_cast<uint64_t>(r + 1)); }
+  void blob(const std::vector<uint8_t>& b) {
+    be<uint32_t>(static_cast<uint32_t>(b.size()));
+    out_.insert(out_.end(), b.begin(), b.end());
+  }
+
+ private:
+  std::vector<uint8_t>& out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> b) : b_(b) {}
+  MsgError err = MsgError::kOk;
+  size_t left() const { return b_.size() - pos_; }
+  uint8_t u8() { return take(1) ? b_[pos_ - 1] : 0; }
+  template <typename T>
+  T be() {
+    if (!take(sizeof(T))) return 0;
+    BigEndian<T> f;
+    std::memcpy(&f, b_.data() + pos_ - sizeof(T), sizeof(T));
+    return f.load();
+  }
+  Round round() {
+    const uint64_t raw = be<uint64_t>();
+    if (raw > static_cast<uint64_t>(std::numeric_limits<Round>::max())) fail(MsgError::kBadRound);
+    return static_cast<Round>(raw) - 1;
+  }
+  void blob(std::vector<uint8_t>& out) {
+    const uint32_t len = be<uint32_t>();
+    if (err != MsgError::kOk) return;
+    if (len > kMaxPlanBytes) return fail(MsgError::kPlanTooLarge);
+    if (len > left()) return fail(MsgError::kTruncated);
+    out.assign(b_.data() + pos_, b_.data() + pos_ + len);
+    pos_ += len;
+  }
+  void fail(MsgError e) {
+    if (err == MsgError::kOk) err = e;
+  }
+
+ private:
+  bool take(size_t k) {
+    if (err != MsgError::kOk) return false;
+    if (left() < k) {
+      fail(MsgError::kTruncated);
+      return false;
+    }
+    pos_ += k;
+    return true;
+  }
+  std::span<const uint8_t> b_;
+  size_t pos_ = 0;
+};
+
+constexpr uint8_t kSynced = 1, kHasPrev = 2, kHasActive = 4, kHasNext = 8;
+
+void write_record(Writer& w, const PolicyRecord& r) {
+  w.be<uint64_t>(r.version);
+  w.round(r.from_round);
+  w.blob(r.plan);
+}
+
+PolicyRecord read_record(Reader& r) {
+  PolicyRecord p;
+  p.version = r.be<uint64_t>();
+  p.from_round = r.round();
+  r.blob(p.plan);
+  return p;
+}
+
+}  // namespace
+
+std::string_view msg_error_name(MsgError e) {
+  switch (e) {
+    case MsgError::kOk: return "ok";
+    case MsgError::kTruncated: return "truncated";
+    case MsgError::kBadMagic: return "bad magic";
+    case MsgError::kBadVersion: return "bad format version";
+    case MsgError::kBadType: return "bad message type";
+    case MsgError::kBadStatus: return "bad status";
+    case MsgError::kBadRound: return "round out of range";
+    case MsgError::kPlanTooLarge: return "plan too large";
+    case MsgError::kTrailingBytes: return "trailing bytes";
+  }
+  return "unknown";
+}
+
+void encode(const Message& m, std::vector<uint8_t>& out) {
+  Writer w(out);
+  w.u8('S');
+  w.u8('P');
+  w.u8(kMsgFormat);
+  w.u8(static_cast<uint8_t>(m.type));
+  w.be<uint16_t>(m.from);
+  w.be<uint16_t>(m.to);
+  w.be<uint64_t>(m.nonce);
+  w.be<uint64_t>(m.version);
+  w.be<uint64_t>(m.attempt);
+  w.round(m.round);
+  w.u8(m.status);
+  if (m.type == MsgType::kPropose) w.blob(m.plan);
+  if (m.type == MsgType::kState) {
+    const Snapshot& s = m.state;
+    w.u8(static_cast<uint8_t>((s.synced ? kSynced : 0) | (s.prev ? kHasPrev : 0) | (s.active ? kHasActive : 0) |
+                              (s.next ? kHasNext : 0)));
+    w.round(s.current_round);
+    w.be<uint64_t>(s.max_attempt);
+    if (s.prev) write_record(w, *s.prev);
+    if (s.active) write_record(w, *s.active);
+    if (s.next) {
+      w.be<uint64_t>(s.next->version);
+      w.be<uint64_t>(s.next->attempt);
+      w.round(s.next->switch_round);
+      w.u8(static_cast<uint8_t>(s.next->decision));
+      w.blob(s.next->plan);
+    }
+  }
+}
+
+MsgError decode(std::span<const uint8_t> bytes, Message& m) {
+  if (bytes.size() < kMsgHeaderBytes) return MsgError::kTruncated;
+  Reader r(bytes);
+  if (r.u8() != 'S' || r.u8() != 'P') return MsgError::kBadMagic;
+  if (r.u8() != kMsgFormat) return MsgError::kBadVersion;
+  const uint8_t type = r.u8();
+  if (type == 0 || type > kMsgTypeMax) return MsgError::kBadType;
+  m = Message{};
+  m.type = static_cast<MsgType>(type);
+  m.from = r.be<uint16_t>();
+  m.to = r.be<uint16_t>();
+  m.nonce = r.be<uint64_t>();
+  m.version = r.be<uint64_t>();
+  m.attempt = r.be<uint64_t>();
+  m.round = r.round();
+  m.status = r.u8();
+  if (r.err != MsgError::kOk) return r.err;
+  if (m.type == MsgType::kPrepared && m.status > 1) return MsgError::kBadStatus;
+  if (m.type == MsgType::kDecide && m.status > static_cast<uint8_t>(Decision::kAbort)) return MsgError::kBadStatus;
+  if (m.type == MsgType::kPropose) r.blob(m.plan);
+  if (m.type == MsgType::kState) {
+    Snapshot& s = m.state;
+    const uint8_t flags = r.u8();
+    if (flags & ~(kSynced | kHasPrev | kHasActive | kHasNext)) return MsgError::kBadStatus;
+    s.synced = flags & kSynced;
+    s.current_round = r.round();
+    s.max_attempt = r.be<uint64_t>();
+    if (flags & kHasPrev) s.prev = read_record(r);
+    if (flags & kHasActive) s.active = read_record(r);
+    if (flags & kHasNext) {
+      Proposal p;
+      p.version = r.be<uint64_t>();
+      p.attempt = r.be<uint64_t>();
+      p.switch_round = r.round();
+      const uint8_t d = r.u8();
+      if (r.err == MsgError::kOk && d > static_cast<uint8_t>(Decision::kAbort)) return MsgError::kBadStatus;
+      p.decision = static_cast<Decision>(d);
+      r.blob(p.plan);
+      s.next = std::move(p);
+    }
+  }
+  if (r.err != MsgError::kOk) return r.err;
+  if (r.left() != 0) return MsgError::kTrailingBytes;
+  return MsgError::kOk;
+}
+
+}  // namespace sg::policy
