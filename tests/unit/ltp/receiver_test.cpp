@@ -334,6 +334,35 @@ TEST_F(ReceiverTest, NextRoundSupersedesOpenTransfers) {
   EXPECT_EQ(rx_->stats().stale_round, 1u);
 }
 
+TEST_F(ReceiverTest, LongTransferClosesInSeveralBitmapParts) {
+  ReceiverConfig c;
+  c.max_chunks = 20000;
+  make(c);
+  const uint32_t n = 10000;  // 1250 bitmap bytes: two CLOSE parts (1024 + 226)
+  for (uint32_t i = 0; i < n; ++i)
+    if (i != 9000) feed(data(fields(i, n), 4));
+  ASSERT_TRUE(rx_->begin_round(kJob, kRound + 1, kPolicy, now_, sink_, tx_));
+  std::vector<wire::CloseMsg> parts;
+  for (const auto& p : tx_.pkts)
+    if (p.meta.type == MsgType::kClose) {
+      auto m = wire::parse_close(p.bytes);
+      ASSERT_TRUE(m.ok());
+      parts.push_back(*m);
+    }
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_TRUE(parts[0].f.more);
+  EXPECT_FALSE(parts[1].f.more);
+  EXPECT_EQ(parts[0].f.bitmap_base, 0u);
+  EXPECT_EQ(parts[0].bitmap.size(), wire::kCloseMaxBitmapBytes);
+  EXPECT_EQ(parts[1].f.bitmap_base, 8 * wire::kCloseMaxBitmapBytes);
+  EXPECT_EQ(parts[1].bitmap.size(), n / 8 - wire::kCloseMaxBitmapBytes);
+  EXPECT_EQ(parts[1].f.reason, CloseReason::kSuperseded);
+  EXPECT_EQ(parts[1].f.kept_count, n - 1);
+  const uint32_t bit = 9000 - parts[1].f.bitmap_base;
+  EXPECT_FALSE((parts[1].bitmap[bit / 8] >> (bit % 8)) & 1) << "the bubble is visible in the second part";
+  EXPECT_EQ(sink_.bubbles, std::vector<uint32_t>{9000});
+}
+
 TEST_F(ReceiverTest, SamplesCarryBytesPathAndRtt) {
   auto f = fields(0, 4);
   feed(data(f));
