@@ -101,7 +101,10 @@ void LocalGroup::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> paylo
     return;
   }
   if (ready_) {
-    ++stats_.late_chunks;  // the round was made ready by the push timeout without it
+    // The push timeout made the round ready without this chunk. A worker that shows up
+    // only now still gets the round's result, so that it stays in step.
+    ++stats_.late_chunks;
+    if (push_[w] == Push::kNone) push_[w] = Push::kLate;
     return;
   }
   // One contribution per worker per chunk, whatever the header claims.
@@ -223,7 +226,7 @@ bool LocalGroup::deliver(uint32_t round, std::span<const float> result, Nanos no
   spec.chunk_size = cfg_.chunk_bytes;
   spec.data = {reinterpret_cast<const uint8_t*>(result_.data()), result_.size() * sizeof(float)};
   for (uint32_t w = 0; w < cfg_.workers; ++w) {
-    if (push_[w] == Push::kNone || push_[w] == Push::kBad) continue;
+    if (push_[w] == Push::kNone || push_[w] == Push::kBad) continue;  // kOpen, kDone, kLate get it
     Out& o = *outs_[w];
     if (o.sender->start(spec, now)) {
       o.started = true;
@@ -231,7 +234,6 @@ bool LocalGroup::deliver(uint32_t round, std::span<const float> result, Nanos no
       o.sender->poll(now, tx);
     }
   }
-  delivered_round_ = round;
   delivered_present_ = present_;
   ++stats_.delivered;
   start_round(round + 1, now, tx);

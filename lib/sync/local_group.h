@@ -104,7 +104,8 @@ class LocalGroup final : private ltp::ReceiverSink {
   // delivered last).
   uint32_t contributors() const { return ready_ ? present_ : delivered_present_; }
 
-  // Sends `result` (model_floats values; copied) to every worker that pushed for `round`,
+  // Sends `result` (model_floats values; copied) to every worker that pushed for `round`
+  // (also those whose push arrived only after the push timeout),
   // and starts collecting round + 1. Result transfers of the previous deliver() still
   // running are abandoned (counted; this re-creates their sender, the only allocation
   // after construction, and only for a worker that stopped answering). False (nothing changes) unless contribution_ready(round)
@@ -119,7 +120,7 @@ class LocalGroup final : private ltp::ReceiverSink {
 
  private:
   struct Out;  // one worker's result sender
-  enum class Push : uint8_t { kNone, kOpen, kDone, kBad };
+  enum class Push : uint8_t { kNone, kOpen, kDone, kBad, kLate };
 
   void on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) override;
   void on_bubble(const ltp::ChunkRef& c, ltp::FillRule rule) override;
@@ -141,7 +142,6 @@ class LocalGroup final : private ltp::ReceiverSink {
   Rng rng_;
   LocalGroupStats stats_;
   uint32_t round_ = 0;
-  uint32_t delivered_round_ = 0;
   uint32_t delivered_present_ = 0;
   bool ready_ = false;
   bool any_push_ = false;

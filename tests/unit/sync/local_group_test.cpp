@@ -171,15 +171,29 @@ struct Site {
 
   // Runs one round: live workers push, the gateway delivers `transform(contribution)` as the
   // result once ready. Returns false if the live workers did not all get a result in `limit`.
-  bool run_round(uint32_t round, Nanos limit) {
+  // `late` (if >= 0) starts its push only `late_after` into the round; the gateway delivers
+  // `deliver_delay` after the contribution is ready (the WAN round's duration).
+  bool run_round(uint32_t round, Nanos limit, int late = -1, Nanos late_after = 0, Nanos deliver_delay = 0) {
+    const Nanos t0 = lan.now_;
     for (size_t w = 0; w < workers.size(); ++w)
-      if (alive(w)) workers[w]->begin(round, lan.now_, *ports[w]);
+      if (alive(w) && static_cast<int>(w) != late) workers[w]->begin(round, lan.now_, *ports[w]);
     const Nanos end = lan.now_ + limit;
-    bool delivered = false;
+    bool delivered = false, late_started = late < 0;
+    Nanos ready_at = -1;
     while (lan.now_ < end) {
       Nanos next = end;
+      if (!late_started) {
+        if (lan.now_ >= t0 + late_after) {
+          workers[late]->begin(round, lan.now_, *ports[late]);
+          late_started = true;
+        } else {
+          next = std::min(next, t0 + late_after);
+        }
+      }
       next = std::min(next, group->poll(lan.now_, gw_port));
-      if (!delivered && group->contribution_ready(round)) {
+      if (ready_at < 0 && group->contribution_ready(round)) ready_at = lan.now_;
+      if (!delivered && ready_at >= 0 && lan.now_ < ready_at + deliver_delay) next = std::min(next, ready_at + deliver_delay);
+      if (!delivered && ready_at >= 0 && lan.now_ >= ready_at + deliver_delay) {
         auto c = group->contribution();
         result.assign(c.begin(), c.end());
         for (auto& v : result) v *= 0.5f;  // stands in for the WAN round
@@ -259,6 +273,19 @@ TEST(LocalGroup, MissingWorkerTimesOutAndTheOthersAreAveraged) {
   ASSERT_TRUE(s.run_round(2, 10 * kSecond));
   EXPECT_EQ(s.group->contributors(), 3u);
   EXPECT_EQ(s.group->stats().push_timeouts, 1u);
+}
+
+TEST(LocalGroup, WorkerLateForTheTimeoutStillGetsTheResult) {
+  Site s(3, 5000);
+  s.fill(1);
+  // Ready at 2 s without worker 2; its push arrives at 2.2 s; the WAN round ends at 3 s.
+  ASSERT_TRUE(s.run_round(1, 10 * kSecond, /*late=*/2, 2200 * kMilli, /*deliver_delay=*/kSecond));
+  const auto m = s.mean_of({0, 1});
+  for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(s.result[k], 0.5f * m[k], 1e-6f * (1 + std::abs(m[k])));
+  EXPECT_EQ(0, std::memcmp(s.workers[2]->got().data(), s.result.data(), s.result.size() * 4))
+      << "the late worker gets the round's result and stays in step";
+  EXPECT_GT(s.group->stats().late_chunks, 0u);
+  EXPECT_EQ(s.group->stats().missing_workers, 1u);
 }
 
 TEST(LocalGroup, DuplicatesAndStrayPacketsChangeNothing) {
