@@ -30,7 +30,8 @@ def _load_native():
     dirs = [os.environ.get("STORMGATE_PYEXT_DIR", "")]
     dirs += [os.path.join(root, b, "client") for b in ("build", "build-client", "build-release")]
     for d in dirs:
-        if d and os.path.isdir(d) and any(f.startswith("_stormgate") for f in os.listdir(d)):
+        if d and os.path.isdir(d) and any(f.startswith("_stormgate") and f.endswith(".so")
+                                          and os.path.isfile(os.path.join(d, f)) for f in os.listdir(d)):
             sys.path.insert(0, d)
             try:
                 return importlib.import_module("_stormgate")
