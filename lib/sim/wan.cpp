@@ -45,6 +45,7 @@ Wan::Wan(const WanSpec& spec, uint32_t max_msg_bytes, uint32_t payload_scale)
   wake_at_.assign(n_, INT64_MAX);
   split_of_.assign(static_cast<size_t>(n_) * n_, -1);
   codec_factor_.assign(static_cast<size_t>(n_) * n_, 1.0);
+  link_inflight_.assign(static_cast<size_t>(n_) * n_, 0);
   heap_.reserve(1 << 16);
   pkts_.reserve(kBlock);
 }
@@ -91,7 +92,8 @@ void Wan::clear_codec_factors() { std::fill(codec_factor_.begin(), codec_factor_
 uint32_t Wan::alloc_packet() {
   if (free_.empty()) {
     const uint32_t base = static_cast<uint32_t>(pkts_.size());
-    blocks_.push_back(std::make_unique<uint8_t[]>(static_cast<size_t>(kBlock) * slot_bytes_));
+    // Not value-initialised: a slot is always written before it is read.
+    blocks_.push_back(std::unique_ptr<uint8_t[]>(new uint8_t[static_cast<size_t>(kBlock) * slot_bytes_]));
     pkts_.resize(pkts_.size() + kBlock);
     free_.reserve(pkts_.size());
     for (uint32_t i = kBlock; i-- > 0;) free_.push_back(base + i);
@@ -187,6 +189,8 @@ void Wan::route(uint32_t id, int at, int next, Nanos now) {
   }
   p.prev = static_cast<uint16_t>(at);
   p.hop = static_cast<uint16_t>(next);
+  p.hop_start = now;
+  link_inflight_[static_cast<size_t>(at) * n_ + next] += p.wire;
   push(o.arrive, kArrive, id);
 }
 
@@ -220,7 +224,9 @@ bool Wan::run(const std::function<bool(int site)>& site_done, Nanos until) {
       case kArrive: {
         Packet& p = pkts_[ev.id];
         const int at = p.hop;
-        if (hop_) hop_(p.prev, at, p.wire, p.data, now_);
+        uint64_t& on_link = link_inflight_[static_cast<size_t>(p.prev) * n_ + at];
+        on_link -= p.wire;
+        if (hop_) hop_(Hop{p.prev, at, p.wire, p.data, now_, now_ - p.hop_start, on_link});
         if (has_ingress_[at]) {
           const Link::Outcome o = ingress_[at].send(now_, p.wire);
           if (o.dropped) {

@@ -102,8 +102,16 @@ class Wan {
   uint32_t payload_scale() const { return scale_; }
 
   // Called for each packet that arrives over a WAN link (after the link, before the
-  // ingress cap): per-hop arrivals for passive measurement of relayed traffic.
-  using HopObserver = std::function<void(int from, int to, uint32_t wire_bytes, bool data, Nanos at)>;
+  // ingress cap): per-hop arrivals for passive measurement, relayed traffic included.
+  struct Hop {
+    int from = 0, to = 0;
+    uint32_t wire_bytes = 0;
+    bool data = false;
+    Nanos at = 0;
+    Nanos one_way = 0;          // since it entered the hop (egress queue, link queue, serialisation, delay)
+    uint64_t inflight = 0;      // wire bytes still on this link (queued or propagating) after it
+  };
+  using HopObserver = std::function<void(const Hop&)>;
   void set_hop_observer(HopObserver h) { hop_ = std::move(h); }
 
  private:
@@ -112,6 +120,7 @@ class Wan {
     uint32_t len = 0;    // real message bytes in the slot
     uint32_t wire = 0;   // bytes on the wire
     uint16_t src = 0, dst = 0, prev = 0, hop = 0;
+    Nanos hop_start = 0;  // when it entered the current hop
     bool data = false;
   };
   struct Event {
@@ -139,7 +148,7 @@ class Wan {
   void deliver(uint32_t id, int at);
   int next_hop(int from, int to);
 
-  static constexpr uint32_t kBlock = 4096;
+  static constexpr uint32_t kBlock = 512;
   int n_;
   uint32_t slot_bytes_;
   uint32_t scale_;
@@ -152,6 +161,7 @@ class Wan {
   std::vector<int> split_of_;      // per link: index into splits_ or -1
   std::vector<Split> splits_;
   std::vector<double> codec_factor_;
+  std::vector<uint64_t> link_inflight_;  // wire bytes on each link (sent, not yet arrived)
   std::vector<std::unique_ptr<uint8_t[]>> blocks_;
   std::vector<Packet> pkts_;
   std::vector<uint32_t> free_;

@@ -187,5 +187,26 @@ TEST(Wan, PayloadScaleChargesFullChunksOnTheWire) {
   EXPECT_NEAR(scaled / full, 1.0, 0.1);
 }
 
+TEST(Wan, CodecFactorShrinksOnlyThatLinksData) {
+  auto round = [](double factor) {
+    WanSpec w = mesh(2, 1.25e6, 5 * kMilli, 0, 2);
+    Wan wan(w, 2048, 1);
+    Cluster c(wan, make_sync_sites(2, 1024, false, 2));
+    topo::Plan plan = topo::star_plan(network_at(w, 0, 1, 1e9), 1 << 20, 1024);
+    plan.shards[0].root = 0;
+    plan.shards[0].parent = {topo::kNoSite, 0};
+    EXPECT_TRUE(install_plan(c, plan, 1));
+    wan.set_codec_factor(1, 0, factor);
+    Inputs in(2, (1 << 20) / 4, 1);
+    const double t = c.run_round(1, in.spans, 60 * kSecond).seconds;
+    return std::pair{t, wan.link(1, 0).stats().delivered_bytes};
+  };
+  const auto [t1, b1] = round(1);
+  const auto [t4, b4] = round(4);
+  // 1 MB each way at 10 Mbit/s; a 4x smaller payload on 1 -> 0 alone shortens the round.
+  EXPECT_LT(static_cast<double>(b4), 0.4 * static_cast<double>(b1));  // headers stay full size
+  EXPECT_LT(t4, 0.7 * t1);
+}
+
 }  // namespace
 }  // namespace sg::sim
