@@ -84,6 +84,14 @@ def main():
         print("%-24s %12.3f %12.3f %9.2fx" % ("rotating every %gs" % a.rotate, statistics.median(p[0] for p in rot),
                                               statistics.median(p[1] for p in rot), spr))
         res["speedup_vs_gloo_fluctuating"] = round(spr, 3)
+    # Without compression the slowest site must upload (and download) its whole gradient
+    # once: bytes / slowest rate bounds any tree all-reduce from below.
+    slowest = min(float(r) for r in a.rates.split(",")) * 1e6 / 8
+    bound = a.bytes / slowest
+    res["uncompressed_bound_s"] = round(bound, 4)
+    res["gloo_over_bound"] = round(res["gloo_round_s"] / bound, 3)
+    print("lower bound without compression (bytes / slowest uplink): %.3f s, i.e. at most %.2fx faster than gloo"
+          % (bound, res["gloo_over_bound"]))
     print(json.dumps(res))
     return 0
 
