@@ -9,6 +9,7 @@
 
 #include "dataplane/job_runner.h"
 #include "dataplane/ltp_tx.h"
+#include "sync/local_group.h"
 #include "wire/arp.h"
 #include "wire/frame.h"
 #include "wire/ltp_codec.h"
@@ -168,7 +169,8 @@ void GatewayHandler::handle_one_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
     rte_pktmbuf_free(m);
     return;
   }
-  handle_ltp_st(io, port_index, m, l4 + udp->payload_offset, udp->payload_len, ip->src, now_tsc);
+  handle_ltp_st(io, port_index, m, l4 + udp->payload_offset, udp->payload_len, Src{ip->src, udp->src_port, eth->src},
+                now_tsc);
 }
 
 void GatewayHandler::handle_arp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t l3, uint64_t now_tsc) {
@@ -215,8 +217,9 @@ void GatewayHandler::handle_arp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
   io.tx_st(port_index, m);
 }
 
-void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t, rte_mbuf* m, size_t off, size_t len, uint32_t src_ip,
-                                   uint64_t now_tsc) {
+void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t off, size_t len,
+                                   const Src& src, uint64_t now_tsc) {
+  const uint32_t src_ip = src.ip;
   std::span<const uint8_t> msg(rte_pktmbuf_mtod(m, const uint8_t*) + off, len);
   auto common = wire::parse_common(msg);
   if (!common) {
@@ -261,6 +264,16 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t, rte_mbuf* m, size_t o
     default: io.counters().drop(Drop::kBadLtp); break;
   }
   if (job_) {
+    if (common->src_node >= sync::kWorkerNodeBase) {
+      // A local worker: remember where it is, so results go back the way pushes came.
+      WorkerAddr a;
+      a.valid = true;
+      a.ipv4 = src.ip;
+      a.udp_port = src.udp_port;
+      a.port_index = port_index;
+      std::copy(src.mac.begin(), src.mac.end(), a.mac.addr_bytes);
+      ltp_tx_->learn_worker_st(common->src_node, a);
+    }
     // The payload is read in place: chunks are added into the accumulators from this mbuf.
     ltp_tx_->bind_st(&io);
     job_->on_packet_st(msg, now_ns(now_tsc));

@@ -18,6 +18,7 @@
 #include "dataplane/counters.h"
 #include "dataplane/engine.h"
 #include "dataplane/neighbours.h"
+#include "wire/ethernet.h"
 
 namespace sg::dp {
 
@@ -79,7 +80,12 @@ class GatewayHandler final : public PacketHandler {
  private:
   void handle_one_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, uint64_t now_tsc);
   void handle_arp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t l3, uint64_t now_tsc);
-  void handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t off, size_t len, uint32_t src_ip,
+  struct Src {
+    uint32_t ip;
+    uint16_t udp_port;
+    wire::MacAddr mac;
+  };
+  void handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t off, size_t len, const Src& src,
                      uint64_t now_tsc);
   unsigned resolve_st(EngineIo& io, uint64_t now_tsc);
   unsigned push_st(EngineIo& io, uint64_t now_tsc);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "topology/baselines.h"
+#include "wire/ltp_codec.h"
 #include "topology/fapt.h"
 
 namespace sg::dp {
@@ -71,6 +72,18 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   policy_ = policy_version;
   c_.policy_version.store(policy_version);
   local_.assign(cfg.job.model_bytes / 4, 0.0f);
+  if (cfg.job.workers) {
+    sync::LocalGroupConfig lc;
+    lc.job = cfg.job.id;
+    lc.gateway_node = cfg.site.id;
+    lc.workers = cfg.job.workers;
+    lc.model_floats = cfg.job.model_bytes / 4;
+    lc.chunk_bytes = cfg.transport.chunk_bytes;
+    lc.push_timeout = sc.round_timeout;
+    lc.seed = cfg.site.id * 7919ull;
+    group_ = std::make_unique<sync::LocalGroup>(lc);
+    tx_.set_workers(cfg.job.workers, cfg.transport.udp_port);
+  }
 }
 
 void JobRunner::fill_local(uint32_t round) {
@@ -127,7 +140,12 @@ void JobRunner::on_stop_st() {
 }
 
 void JobRunner::on_packet_st(std::span<const uint8_t> msg, Nanos now) {
-  sync_->on_packet(msg, now, tx_);
+  auto common = wire::parse_common(msg);
+  if (group_ && common && common->src_node >= sync::kWorkerNodeBase) {
+    group_->on_packet(msg, now, tx_);
+  } else {
+    sync_->on_packet(msg, now, tx_);
+  }
   next_wake_ = 0;  // state changed: run the timers on the next pass
 }
 
@@ -139,7 +157,10 @@ unsigned JobRunner::poll_st(Nanos now) {
     }
     slot_->quiescent_st();  // no snapshot pointer is held across passes
   }
-  if (finished()) return 0;
+  if (finished()) {
+    if (group_) group_->poll(now, tx_);  // results still on their way to the workers
+    return 0;
+  }
   unsigned work = 0;
   if (!sync_->running()) {
     if (!checked_ && sync_->round_done()) {
@@ -158,12 +179,30 @@ unsigned JobRunner::poll_st(Nanos now) {
       c_.last_round_ns.store(took, std::memory_order_relaxed);
       c_.last_round.store(round_, std::memory_order_relaxed);
       if (cfg_.job.workers == 0) check_result();
+      if (group_) {
+        delivered_ = group_->deliver(round_, sync_->result(), now, tx_);
+        if (delivered_) c_.worker_rounds.add();
+      }
       if (cfg_.job.rounds && round_ >= cfg_.job.rounds) {
         finished_.store(true, std::memory_order_release);
         return 1;
       }
     }
     maybe_switch_policy_st();
+    if (group_) {
+      // The WAN result goes back to the workers; the next round starts when they push it.
+      if (!delivered_ && group_->deliver(round_, sync_->result(), now, tx_)) {
+        delivered_ = true;
+        c_.worker_rounds.add();
+        ++work;
+      }
+      if (delivered_ && group_->contribution_ready(group_->round()) &&
+          sync_->begin_round(group_->round(), group_->contribution(), now, tx_)) {
+        round_ = group_->round();
+        checked_ = false;
+        ++work;
+      }
+    }
     if (cfg_.job.workers == 0) {
       fill_local(round_ + 1);
       if (sync_->begin_round(round_ + 1, local_, now, tx_)) {
@@ -175,6 +214,7 @@ unsigned JobRunner::poll_st(Nanos now) {
   }
   if (now >= next_wake_) {
     next_wake_ = sync_->poll(now, tx_);
+    if (group_) next_wake_ = std::min(next_wake_, group_->poll(now, tx_));
     ++work;
   }
   return work;

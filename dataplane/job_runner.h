@@ -15,6 +15,7 @@
 #include "dataplane/ltp_tx.h"
 #include "dataplane/policy_slot.h"
 #include "measure/link_estimator.h"
+#include "sync/local_group.h"
 #include "sync/site_sync.h"
 #include "topology/plan.h"
 
@@ -25,6 +26,7 @@ struct RoundCounters {
   Counter values_checked, values_exact;  // synthetic job: result values equal to the exact mean
   Counter round_ns_total;
   Counter policy_switches, samples_dropped;
+  Counter worker_rounds, worker_timeouts;
   std::atomic<uint64_t> last_round{0}, last_round_ns{0}, policy_version{0}, switch_round{0};
 };
 
@@ -67,6 +69,8 @@ class JobRunner final : private sync::SampleSink {
   std::vector<uint16_t> sites_;
   int self_ = 0;
   std::unique_ptr<sync::SiteSync> sync_;
+  std::unique_ptr<sync::LocalGroup> group_;  // job.workers > 0: the site's workers
+  bool delivered_ = true;
   std::vector<float> local_;
   uint32_t round_ = 0;
   bool checked_ = true;
