@@ -154,11 +154,18 @@ void LocalGroup::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketS
   const int w = worker_of(common->src_node);
   if (common->type == wire::MsgType::kData) {
     if (w >= 0 && common->job == cfg_.job && !any_push_ && !ready_) {
-      // Nothing of the current round yet: a later round's push moves the group there.
+      // Nothing of the current round yet: a later round's push of the right shape moves the
+      // group there -- any distance while no round was delivered yet (workers that resume
+      // from a checkpoint), at most max_round_jump afterwards, so that one corrupt round
+      // field cannot strand the workers behind the group.
       auto d = wire::parse_data(msg);
-      if (d && d->f.round > round_) {
-        stats_.skipped_rounds += d->f.round - round_;
-        start_round(d->f.round, now, tx);
+      if (d && d->f.round > round_ && d->f.shard == 0 && d->f.chunk_count == chunks_ && d->f.policy_version == 0) {
+        if (stats_.delivered == 0 || d->f.round - round_ <= cfg_.max_round_jump) {
+          stats_.skipped_rounds += d->f.round - round_;
+          start_round(d->f.round, now, tx);
+        } else {
+          ++stats_.refused_jumps;
+        }
       }
     }
     receiver_->on_packet(msg, now, *this, tx);

@@ -16,8 +16,10 @@
 // Rounds. The group collects one round at a time, starting at cfg.first_round. deliver(R)
 // moves it to R+1 at once (workers may push R+1 while results of R are still in flight).
 // While nothing of the current round has arrived, a push for a later round moves the group
-// there (workers that restarted, or a gateway that started late); a push for an earlier
-// round is answered with CLOSE(kStale), which the worker reports as an error.
+// there (workers that restarted, or a gateway that started late; once a round was delivered,
+// by at most max_round_jump); a push for an earlier round is answered with CLOSE(kStale),
+// which the worker reports as an error. A ready contribution waits for deliver(): pushes of
+// later rounds are dropped meanwhile and retried by the workers.
 //
 // Missing workers. Once the first push of a round has arrived, the round's contribution is
 // ready when every worker's transfer has ended, or push_timeout later with the workers (and
@@ -51,6 +53,7 @@ struct LocalGroupConfig {
   uint32_t chunk_bytes = 1344;       // multiple of 4
   uint32_t first_round = 1;
   Nanos push_timeout = 10 * kSecond; // after the first push of a round
+  uint32_t max_round_jump = 64;      // once a round was delivered (see Rounds above)
   ltp::ReceiverConfig receiver;      // local_node, max_chunks, rounds_ahead set by LocalGroup
   ltp::SenderConfig sender;          // nodes and max_chunks set per worker
   uint64_t seed = 1;
@@ -74,6 +77,7 @@ struct LocalGroupStats {
   uint64_t late_chunks = 0;       // arrived after the push timeout made the round ready
   uint64_t stray_packets = 0;     // ACK/CLOSE/REJECT for no running result transfer, non-LTP
   uint64_t skipped_rounds = 0;    // rounds jumped over because workers pushed a later one
+  uint64_t refused_jumps = 0;     // pushes more than max_round_jump ahead (not followed)
   uint64_t result_timeouts = 0;   // result transfers that gave up (worker gone)
   uint64_t result_abandoned = 0;  // result transfers still running at the next deliver()
 };

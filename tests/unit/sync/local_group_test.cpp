@@ -398,6 +398,66 @@ TEST(LocalGroup, PushForALaterRoundMovesAnIdleGroupThere) {
   ASSERT_TRUE(s.run_round(7, 5 * kSecond)) << "group starts at round 1, workers at 7";
   EXPECT_EQ(s.group->stats().skipped_rounds, 6u);
   EXPECT_EQ(s.group->round(), 8u);
+  // Once rounds were delivered, only max_round_jump (64) ahead: round 1000 is not followed.
+  s.fill(1000);
+  EXPECT_FALSE(s.run_round(1000, kSecond));
+  EXPECT_GT(s.group->stats().refused_jumps, 0u);
+  EXPECT_EQ(s.group->round(), 8u);
+}
+
+TEST(LocalGroup, MutatedPacketsAreRefusedAndTheNextRoundStillWorks) {
+  Site s(2, 3000);
+  s.fill(1);
+  // Record one round's real packets (both directions) to mutate them.
+  std::vector<std::vector<uint8_t>> seen;
+  for (size_t w = 0; w < 2; ++w) s.workers[w]->begin(1, 0, *s.ports[w]);
+  for (int i = 0; i < 200000 && !(s.workers[0]->push->done() && s.workers[1]->push->done()); ++i) {
+    Nanos next = s.group->poll(s.lan.now_, s.gw_port);
+    for (size_t w = 0; w < 2; ++w) next = std::min(next, s.workers[w]->poll(s.lan.now_, *s.ports[w]));
+    if (!s.lan.q_.empty()) next = std::min(next, s.lan.q_.top().at);
+    s.lan.now_ = std::max(s.lan.now_ + 1, next);
+    while (!s.lan.q_.empty() && s.lan.q_.top().at <= s.lan.now_) {
+      Packet p = s.lan.q_.top();
+      s.lan.q_.pop();
+      if (seen.size() < 64) seen.push_back(p.bytes);
+      s.deliver_packet(p);
+    }
+  }
+  ASSERT_FALSE(seen.empty());
+  ASSERT_TRUE(s.group->contribution_ready(1));
+  std::vector<float> res1(s.group->contribution().begin(), s.group->contribution().end());
+  ASSERT_TRUE(s.group->deliver(1, res1, s.lan.now_, s.gw_port));
+  Rng r(77);
+  for (int i = 0; i < 20000; ++i) {
+    std::vector<uint8_t> b = seen[r.below(seen.size())];
+    switch (r.below(4)) {
+      case 0: b[r.below(b.size())] ^= static_cast<uint8_t>(1u << r.below(8)); break;       // bit flip
+      case 1: b.resize(r.below(b.size())); break;                                            // truncated
+      case 2: b.push_back(static_cast<uint8_t>(r.below(256))); break;                        // trailing byte
+      default: for (int k = 0; k < 4; ++k) b[r.below(b.size() ? b.size() : 1) % std::max<size_t>(b.size(), 1)] = 0xff;
+    }
+    if (b.empty()) continue;
+    s.group->on_packet(b, s.lan.now_, s.gw_port);
+  }
+  while (!s.lan.q_.empty()) s.lan.q_.pop();  // answers to garbage go nowhere
+  // The gateway goes on delivering whatever becomes ready (garbage may have opened a round
+  // that the push timeout then completes).
+  for (Nanos end = s.lan.now_ + 3 * kSecond; s.lan.now_ < end; s.lan.now_ += 10 * kMilli) {
+    s.group->poll(s.lan.now_, s.gw_port);
+    if (s.group->contribution_ready(s.group->round())) {
+      std::vector<float> junk(s.group->contribution().begin(), s.group->contribution().end());
+      ASSERT_TRUE(s.group->deliver(s.group->round(), junk, s.lan.now_, s.gw_port));
+    }
+    while (!s.lan.q_.empty()) s.lan.q_.pop();
+  }
+  EXPECT_GT(s.group->stats().bad_chunks + s.group->stats().stray_packets + s.group->receiver().stats().malformed, 0u);
+  // Whatever the garbage did to round 1 (it may have counted as chunks of a bad shape, or
+  // jumped rounds), a fresh round with the real workers still gives the exact mean.
+  const uint32_t next_round = s.group->round() + 5;
+  s.fill(next_round);
+  ASSERT_TRUE(s.run_round(next_round, 10 * kSecond));
+  const auto m = s.mean_of({0, 1});
+  for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(s.result[k], 0.5f * m[k], 1e-6f * (1 + std::abs(m[k])));
 }
 
 TEST(LocalGroup, RejectsUnusableConfigs) {
