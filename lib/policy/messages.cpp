@@ -43,7 +43,10 @@ class Reader {
   }
   Round round() {
     const uint64_t raw = be<uint64_t>();
-    if (raw > static_cast<uint64_t>(std::numeric_limits<Round>::max())) fail(MsgError::kBadRound);
+    if (raw > static_cast<uint64_t>(std::numeric_limits<Round>::max())) {
+      fail(MsgError::kBadRound);
+      return kNoRound;
+    }
     return static_cast<Round>(raw) - 1;
   }
   void blob(std::vector<uint8_t>& out) {

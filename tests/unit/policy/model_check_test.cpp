@@ -164,10 +164,12 @@ void exhaustive(int n, Budget b) {
               b.dups, b.ticks, b.restarts, b.restart_coordinator ? " (coordinator)" : "", c.states, c.liveness_checks);
 }
 
-TEST(PolicyModelCheck, ThreeGatewaysOneDropOneDuplicate) { exhaustive(3, {1, 1, 1, 0}); }
-TEST(PolicyModelCheck, ThreeGatewaysTwoDrops) { exhaustive(3, {2, 0, 1, 0}); }
-TEST(PolicyModelCheck, ThreeGatewaysMemberRestart) { exhaustive(3, {1, 0, 1, 1}); }
-TEST(PolicyModelCheck, ThreeGatewaysCoordinatorRestart) { exhaustive(3, {1, 0, 1, 1, true}); }
+TEST(PolicyModelCheck, ThreeGatewaysOneDropOneDuplicate) { exhaustive(3, {1, 1, 0, 0}); }
+TEST(PolicyModelCheck, ThreeGatewaysTwoDropsAndARetry) { exhaustive(3, {2, 0, 1, 0}); }
+TEST(PolicyModelCheck, ThreeGatewaysMemberRestartWithRetries) { exhaustive(3, {0, 0, 1, 1}); }
+TEST(PolicyModelCheck, ThreeGatewaysMemberRestartAndDrop) { exhaustive(3, {1, 0, 0, 1}); }
+TEST(PolicyModelCheck, ThreeGatewaysCoordinatorRestartWithRetries) { exhaustive(3, {0, 0, 1, 1, true}); }
+TEST(PolicyModelCheck, ThreeGatewaysCoordinatorRestartAndDrop) { exhaustive(3, {1, 0, 0, 1, true}); }
 TEST(PolicyModelCheck, FourGatewaysOneDrop) { exhaustive(4, {1, 0, 0, 0}); }
 
 // Seeded random runs: 3-5 gateways, successive proposals, drops, duplicates, reordering
