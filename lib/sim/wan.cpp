@@ -210,7 +210,9 @@ void Wan::deliver(uint32_t id, int at) {
   ++stats_.delivered;
   ep->on_packet({slot(id), p.len}, now_, *ports_[at]);
   free_packet(id);
-  wake(at, now_);
+  // Poll soon rather than at once: packets arriving within poll_coalesce share one poll
+  // (on_packet already runs the sender an ACK was for; poll only serves the timers).
+  wake(at, now_ + poll_coalesce_);
 }
 
 bool Wan::run(const std::function<bool(int site)>& site_done, Nanos until) {

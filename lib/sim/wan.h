@@ -100,6 +100,8 @@ class Wan {
   Link& ingress(int site) { return ingress_[site]; }
   const WanStats& stats() const { return stats_; }
   uint32_t payload_scale() const { return scale_; }
+  // Delay from a delivery to the endpoint's next poll (0 = poll after every packet).
+  void set_poll_coalesce(Nanos d) { poll_coalesce_ = d; }
 
   // Called for each packet that arrives over a WAN link (after the link, before the
   // ingress cap): per-hop arrivals for passive measurement, relayed traffic included.
@@ -169,6 +171,7 @@ class Wan {
   uint64_t seq_ = 0;
   uint64_t in_flight_ = 0;
   Nanos now_ = 0;
+  Nanos poll_coalesce_ = 0;
   WanStats stats_;
   HopObserver hop_;
 };

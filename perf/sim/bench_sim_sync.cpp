@@ -19,7 +19,10 @@
 #include "bench_common.h"
 #include "experiments.h"
 #include "sim/single_transfer.h"
+#include "topology/fapt.h"
+#include "topology/multipath.h"
 #include "topology/round_time.h"
+#include "topology/selmcast.h"
 
 using namespace sg;
 using namespace sg::simbench;
@@ -30,7 +33,7 @@ struct Args {
   bool quick = false;
   std::string scenarios, out;
   std::vector<std::string> only;
-  std::string parts = "main,loss,fluct,haul,64";  // which experiments to run
+  std::string parts = "main,loss,idle,fluct,mcast,haul,64";  // which experiments to run
   bool want(const char* p) const { return parts.find(p) != std::string::npos; }
 };
 
@@ -46,7 +49,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--only" && i + 1 < argc) a.only.push_back(argv[++i]);
     else if (s == "--parts" && i + 1 < argc) a.parts = argv[++i];
     else {
-      std::fprintf(stderr, "usage: bench_sim_sync [--quick] [--scenarios DIR] [--out DIR] [--only FILE.yaml]... [--parts main,loss,fluct,haul,64]\n");
+      std::fprintf(stderr, "usage: bench_sim_sync [--quick] [--scenarios DIR] [--out DIR] [--only FILE.yaml]... [--parts main,loss,idle,fluct,mcast,haul,64]\n");
       std::exit(2);
     }
   }
@@ -192,13 +195,39 @@ int main(int argc, char** argv) {
   lt.print();
   std::printf("\n");
 
+  // Multipath where idle links exist: one FAPT tree (max_shards 1) uses n-1 of the n(n-1)
+  // links each way; the same tree with relays over idle links, both on LTP.
+  std::printf("Multipath where idle links exist: a single FAPT tree, LTP, without and with relays\n");
+  bench::Table mt({"scenario", "model", "tree s", "tree+multipath s", "splits", "gain"});
+  for (const auto& sc : scenarios) {
+    if (sc.wan.n() > 16 || !args.want("idle")) continue;
+    const uint64_t model = args.quick ? 16ull << 20 : 100ull << 20;
+    Setup s = make_setup(sc, model, mem_budget, args.quick ? 1 : 2);
+    const topo::Network net = sim::network_at(sc.wan, 0, s.scale, 1e15);
+    topo::PlannerOptions opt;
+    opt.chunk_bytes = s.chunk_real;
+    opt.max_shards = 1;
+    opt.multipath = false;
+    const topo::Plan star = topo::plan_fapt(net, s.model_real, opt);
+    topo::Plan split = star;
+    const int splits = topo::add_multipath(net, split, opt.max_relays, s.chunk_real);
+    const ModeResult a = run_sync(s, sc.wan, star, false, "star");
+    const ModeResult b = run_sync(s, sc.wan, split, false, "star+mp");
+    const double g = a.seconds / b.seconds;
+    mt.row({sc.name, mb(model), bench::fmt(a.seconds, "%.3f"), bench::fmt(b.seconds, "%.3f"), std::to_string(splits),
+            bench::fmt(g, "%.2f")});
+    if (sc.wan.n() == 8 || !fig.count("gain_multipath_idle_links")) fig["gain_multipath_idle_links"] = g;
+  }
+  mt.print();
+  std::printf("\n");
+
   // Passive awareness under fluctuation, and adaptive compression on top.
   std::string fl_json = "[";
   for (const auto& sc : scenarios) {
     // The 8-site scenario is the headline (others only when asked for with --only).
     if (sc.fluctuation.empty() || !args.want("fluct") || (args.only.empty() && sc.wan.n() != 8)) continue;
     const uint64_t model = args.quick ? 16ull << 20 : 100ull << 20;
-    const int rounds = args.quick ? 8 : 40;
+    const int rounds = args.quick ? 6 : 40;
     Setup s = make_setup(sc, model, mem_budget, 1);
     std::printf("Fluctuation (%s, %s, %d rounds back to back; traces from the scenario's 'fluctuation')\n",
                 sc.name.c_str(), mb(model).c_str(), rounds);
@@ -229,6 +258,48 @@ int main(int argc, char** argv) {
   }
   fl_json += "]";
   data.raw("fluctuation", fl_json);
+
+  // SelMCast (peer-to-peer mode: every site multicasts its update to p receivers) on the
+  // scenarios' networks: lib/topology's selection vs p random receivers, scored by its own
+  // model (fair-share rates under the site caps, finish = delay + bytes / rate). A model
+  // figure, not packet-level: SiteSync has no peer-to-peer mode to drive yet.
+  if (args.want("mcast")) {
+    std::printf("SelMCast (model, not packet-level): 25 MB updates, p = 3, BSP, budget = 2 s\n");
+    bench::Table ct({"scenario", "selmcast mean p", "random mean p", "selmcast round s", "random round s"});
+    for (const auto& sc : scenarios) {
+      const int n = sc.wan.n();
+      const topo::Network net = sim::network_at(sc.wan, 0, 1, 1e15);
+      topo::McastInstance in;
+      in.n = n;
+      in.bw = net.bw;
+      in.rtt = net.rtt;
+      for (const auto& site : sc.wan.sites) {
+        in.out_cap.push_back(site.egress_bytes_per_s > 0 ? site.egress_bytes_per_s : 1.25e9);
+        in.in_cap.push_back(site.ingress_bytes_per_s > 0 ? site.ingress_bytes_per_s : 1.25e9);
+      }
+      in.ready.assign(n, 0.0);
+      in.update_bytes = 25e6;
+      in.budget_s = 2.0;
+      topo::McastParams prm;
+      prm.p = 3;
+      const auto sel = topo::score_selection(in, prm, topo::select_receivers(in, prm));
+      Rng rng(7);
+      double rp = 0, rt = 0;
+      for (int k = 0; k < 20; ++k) {
+        const auto r = topo::score_selection(in, prm, topo::random_receivers(in, prm, rng));
+        rp += r.mean_p / 20;
+        rt += r.round_time_s / 20;
+      }
+      ct.row({sc.name, bench::fmt(sel.mean_p, "%.2f"), bench::fmt(rp, "%.2f"), bench::fmt(sel.round_time_s, "%.2f"),
+              bench::fmt(rt, "%.2f")});
+      if (n == 8 || !fig.count("selmcast_mean_p_8sites")) {
+        fig["selmcast_mean_p_8sites"] = sel.mean_p;
+        fig["random_mean_p_8sites"] = rp;
+      }
+    }
+    ct.print();
+    std::printf("\n");
+  }
 
   // One transfer on a long fat pipe.
   if (args.want("haul")) {

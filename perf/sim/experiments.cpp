@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 
 #include "compress/adaptive_policy.h"
 #include "measure/link_estimator.h"
@@ -24,6 +22,7 @@ double wall() {
 }
 
 uint32_t max_msg(const Setup& s) { return std::max<uint32_t>(s.chunk_real + 56 + 16, 1200); }
+
 
 }  // namespace
 
