@@ -82,6 +82,19 @@ bool Gateway::start() {
     measure::EstimatorConfig ec;
     ec.sites = static_cast<int>(dp::job_sites(cfg_).size());
     estimator_ = std::make_unique<measure::LinkEstimator>(ec);
+    // CONTROL frames between engine 0 and the policy agent on this (main) lcore.
+    ctl_in_ = rte_ring_create("sg_ctl_in", 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+    ctl_out_ = rte_ring_create("sg_ctl_out", 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (!ctl_in_ || !ctl_out_) {
+      std::fprintf(stderr, "stormgate: cannot create the control rings\n");
+      return false;
+    }
+    if (!cfg_.peers.empty()) {
+      agent_ = std::make_unique<PolicyAgent>(cfg_, dp::job_sites(cfg_), plan_, pool_, ports_, nbrs_, routes_, ctl_in_,
+                                             ctl_out_, *policy_slot_);
+      handlers_[0]->attach_control(ctl_in_, ctl_out_);
+      job_->set_gate(&agent_->approved_through());
+    }
   }
   launch_.resize(workers);
   engines_stop_.store(false);
@@ -196,6 +209,15 @@ void Gateway::drain_samples() {
     v.changes = sum.changes;
     views.push_back(v);
   }
+  if (agent_) {
+    agent_->tick(now, static_cast<uint32_t>(job_->counters().last_round.load()), *estimator_);
+    const uint32_t v = static_cast<uint32_t>(agent_->active_version() + 1);
+    if (v != policy_version()) {
+      std::lock_guard lk(view_mu_);
+      plan_ = agent_->current_plan();
+      policy_version_ = v;
+    }
+  }
   policy_slot_->reclaim();
   std::lock_guard lk(view_mu_);
   link_views_ = std::move(views);
@@ -206,7 +228,9 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
   const auto t0 = clock::now();
   auto last_print = t0;
   Totals before = totals();
-  const auto tick = std::chrono::milliseconds(std::max<uint32_t>(1, std::min<uint32_t>(cfg_.control.interval_ms, 100)));
+  // With a job the policy agent approves rounds: tick every millisecond so rounds never wait long.
+  const auto tick = agent_ ? std::chrono::milliseconds(1)
+                           : std::chrono::milliseconds(std::max<uint32_t>(1, std::min<uint32_t>(cfg_.control.interval_ms, 100)));
   while (!stop.load(std::memory_order_relaxed)) {
     std::this_thread::sleep_for(tick);
     drain_samples();
@@ -254,9 +278,23 @@ bool Gateway::stop() {
                 (unsigned long long)rc.up_bubbles.get(), (unsigned long long)rc.down_bubbles.get(),
                 (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.retransmits.get(),
                 checked ? 100.0 * rc.values_exact.get() / checked : 0.0);
+    if (agent_)
+      std::printf("[%s] policy: version %u in force, %llu switches, %llu proposals (coordinator), last modelled gain %.2f\n",
+                  cfg_.site.name.c_str(), policy_version(), (unsigned long long)agent_->stats().switches.load(),
+                  (unsigned long long)agent_->stats().proposals.load(), agent_->stats().last_gain.load());
   }
   engines_.clear();
   handlers_.clear();
+  agent_.reset();
+  for (rte_ring** r : {&ctl_in_, &ctl_out_}) {
+    if (!*r) continue;
+    void* objs[32];
+    unsigned n;
+    while ((n = rte_ring_dequeue_burst(*r, objs, 32, nullptr)) > 0)
+      rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
+    rte_ring_free(*r);
+    *r = nullptr;
+  }
   job_.reset();
   ltp_tx_.reset();
   policy_slot_.reset();

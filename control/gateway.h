@@ -13,6 +13,7 @@
 #include "dataplane/gateway_handler.h"
 #include "dataplane/job_runner.h"
 #include "dataplane/ltp_tx.h"
+#include "control/policy_agent.h"
 #include "dataplane/policy_slot.h"
 #include "measure/link_estimator.h"
 #include "topology/plan.h"
@@ -58,12 +59,20 @@ class Gateway {
   const std::vector<dp::PeerRoute>& routes() const { return routes_; }
   uint64_t data_rx_from_peer(size_t peer_index) const;
   const dp::JobRunner* job() const { return job_.get(); }
-  const topo::Plan& plan() const { return plan_; }
+  // The plan in force and its version (copies: the control thread may switch them).
+  topo::Plan plan() const {
+    std::lock_guard lk(view_mu_);
+    return plan_;
+  }
+  uint32_t policy_version() const {
+    std::lock_guard lk(view_mu_);
+    return policy_version_;
+  }
+  const PolicyAgent* agent() const { return agent_.get(); }
   std::vector<LinkView> link_views() const {
     std::lock_guard lk(view_mu_);
     return link_views_;
   }
-  uint32_t policy_version() const { return policy_version_; }
   unsigned workers() const { return static_cast<unsigned>(engines_.size()); }
 
  private:
@@ -84,6 +93,9 @@ class Gateway {
   // Control thread state.
   void drain_samples();
   std::unique_ptr<dp::PolicySlot> policy_slot_;
+  std::unique_ptr<PolicyAgent> agent_;
+  rte_ring* ctl_in_ = nullptr;
+  rte_ring* ctl_out_ = nullptr;
   rte_ring* samples_ = nullptr;
   std::unique_ptr<measure::LinkEstimator> estimator_;
   uint64_t rounds_seen_ = 0;

@@ -2,6 +2,7 @@
 
 #include <rte_telemetry.h>
 
+#include <algorithm>
 #include <cctype>
 #include <mutex>
 #include <string>
@@ -102,7 +103,7 @@ int policy_cb(const char*, const char*, rte_tel_data* d) {
   std::lock_guard lk(g_mu);
   rte_tel_data_start_dict(d);
   if (!g_gw || !g_gw->job()) return 0;
-  const topo::Plan& p = g_gw->plan();  // immutable while the gateway runs
+  const topo::Plan p = g_gw->plan();
   const auto sites = dp::job_sites(g_gw->config());
   rte_tel_data_add_dict_u64(d, "version", g_gw->policy_version());
   rte_tel_data_add_dict_u64(d, "sites", p.num_sites);
@@ -117,6 +118,14 @@ int policy_cb(const char*, const char*, rte_tel_data* d) {
     rte_tel_data_add_dict_string(d, ("shard" + std::to_string(s)).c_str(), v.c_str());
   }
   rte_tel_data_add_dict_u64(d, "multipath_splits", p.splits.size());
+  if (const PolicyAgent* a = g_gw->agent()) {
+    rte_tel_data_add_dict_u64(d, "switches", a->stats().switches.load());
+    rte_tel_data_add_dict_u64(d, "proposals", a->stats().proposals.load());
+    rte_tel_data_add_dict_u64(d, "replans_considered", a->stats().replans_considered.load());
+    rte_tel_data_add_dict_u64(d, "last_gain_permille", static_cast<uint64_t>(std::max(0.0, a->stats().last_gain.load()) * 1000));
+    rte_tel_data_add_dict_u64(d, "approved_through", a->approved_through().load());
+    rte_tel_data_add_dict_u64(d, "control_in", a->stats().control_in.load());
+  }
   return 0;
 }
 

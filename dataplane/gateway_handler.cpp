@@ -81,6 +81,12 @@ Nanos GatewayHandler::now_ns(uint64_t tsc) const {
 
 void GatewayHandler::on_stop_st(EngineIo&) {
   if (job_) job_->on_stop_st();
+  if (ctl_out_) {
+    void* objs[32];
+    unsigned n;
+    while ((n = rte_ring_dequeue_burst(ctl_out_, objs, 32, nullptr)) > 0)
+      rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
+  }
   if (!job_ || !handoff_) return;
   void* objs[32];
   unsigned n;
@@ -263,6 +269,14 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
     case wire::MsgType::kReject: ltp_.reject_rx.add(); break;
     default: io.counters().drop(Drop::kBadLtp); break;
   }
+  if (job_ && ctl_in_ && common->type == wire::MsgType::kControl) {
+    // Control-plane messages belong to the control thread: the frame moves there whole.
+    if (rte_ring_enqueue(ctl_in_, m) != 0) {
+      ltp_.control_full.add();
+      rte_pktmbuf_free(m);
+    }
+    return;
+  }
   if (job_) {
     if (common->src_node >= sync::kWorkerNodeBase) {
       // A local worker: remember where it is, so results go back the way pushes came.
@@ -295,6 +309,15 @@ unsigned GatewayHandler::on_poll_st(EngineIo& io, uint64_t now_tsc) {
         for (uint16_t k = 0; k < ports_.size(); ++k)
           if (ports_[k].id == m->port) pi = k;
         handle_one_st(io, pi, m, now_tsc);
+      }
+      work += n;
+    }
+    if (ctl_out_) {
+      void* objs[32];
+      const unsigned n = rte_ring_dequeue_burst(ctl_out_, objs, 32, nullptr);
+      for (unsigned i = 0; i < n; ++i) {
+        auto* m = static_cast<rte_mbuf*>(objs[i]);
+        io.tx_st(static_cast<uint16_t>(m->hash.usr), m);
       }
       work += n;
     }

@@ -30,6 +30,7 @@ struct LtpCounters {
   Counter no_mbuf;       // pool empty when building a packet
   Counter handoff_full;  // job packet from another engine's queue dropped: engine 0's ring was full
   Counter other_job;     // LTP for a job this gateway does not run
+  Counter control_full;  // CONTROL frame dropped: the control thread's ring was full
   std::array<Counter, 64> data_rx_from_site{};  // by peer index (first 64 peers)
 };
 
@@ -68,6 +69,12 @@ class GatewayHandler final : public PacketHandler {
   // Other engines hand the job's packets to engine 0 through `ring` (multi-producer,
   // single-consumer; the mbuf's ownership moves with it). Engine 0 drains the same ring.
   void attach_handoff(rte_ring* ring) { handoff_ = ring; }
+  // Engine 0 and the control thread: LTP CONTROL frames go to `to_control` (the mbuf with
+  // them); frames the control thread built come back on `from_control` for TX.
+  void attach_control(rte_ring* to_control, rte_ring* from_control) {
+    ctl_in_ = to_control;
+    ctl_out_ = from_control;
+  }
   void on_stop_st(EngineIo& io) override;
 
   void on_rx_st(EngineIo& io, uint16_t port_index, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc) override;
@@ -109,6 +116,8 @@ class GatewayHandler final : public PacketHandler {
   JobRunner* job_ = nullptr;
   LtpTx* ltp_tx_ = nullptr;
   rte_ring* handoff_ = nullptr;
+  rte_ring* ctl_in_ = nullptr;
+  rte_ring* ctl_out_ = nullptr;
   uint64_t tsc0_ = 0;
 };
 

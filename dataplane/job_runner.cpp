@@ -196,14 +196,16 @@ unsigned JobRunner::poll_st(Nanos now) {
         c_.worker_rounds.add();
         ++work;
       }
-      if (delivered_ && group_->contribution_ready(group_->round()) &&
+      if (delivered_ && group_->contribution_ready(group_->round()) && may_begin(group_->round()) &&
           sync_->begin_round(group_->round(), group_->contribution(), now, tx_)) {
         round_ = group_->round();
         checked_ = false;
         ++work;
       }
     }
-    if (cfg_.job.workers == 0) {
+    if (cfg_.job.workers == 0 && !may_begin(round_ + 1)) {
+      c_.gate_waits.add();
+    } else if (cfg_.job.workers == 0) {
       fill_local(round_ + 1);
       if (sync_->begin_round(round_ + 1, local_, now, tx_)) {
         ++round_;

@@ -27,6 +27,7 @@ struct RoundCounters {
   Counter round_ns_total;
   Counter policy_switches, samples_dropped;
   Counter worker_rounds, worker_timeouts;
+  Counter gate_waits;  // passes where a round was ready but not yet approved
   std::atomic<uint64_t> last_round{0}, last_round_ns{0}, policy_version{0}, switch_round{0};
 };
 
@@ -49,6 +50,8 @@ class JobRunner final : private sync::SampleSink {
     slot_ = slot;
     samples_ = samples;
   }
+  // Rounds begin only up to *approved (the control thread's policy agent); null: no gating.
+  void set_gate(const std::atomic<uint32_t>* approved) { approved_ = approved; }
   void on_stop_st();
   uint32_t round() const { return round_; }
 
@@ -81,6 +84,8 @@ class JobRunner final : private sync::SampleSink {
   PolicySlot* slot_ = nullptr;
   rte_ring* samples_ = nullptr;
   bool online_ = false;
+  const std::atomic<uint32_t>* approved_ = nullptr;
+  bool may_begin(uint32_t r) const { return !approved_ || r <= approved_->load(std::memory_order_acquire); }
   uint32_t policy_ = 0;
 };
 
