@@ -206,6 +206,9 @@ def run_sim(a):
             json.dump(out, f)
     if a.quiet:
         print(json.dumps(out))
+    if out["final_acc"] < a.min_acc:
+        print("final accuracy %.4f below --min-acc %.4f" % (out["final_acc"], a.min_acc), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -292,7 +295,14 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--progress", default="")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--min-acc", type=float, default=0.0, help="sim: fail below this final accuracy")
     a = ap.parse_args()
+    try:
+        import sklearn  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError as e:
+        print("train_digits: %s (Debian: python3-torch, python3-sklearn)" % e, file=sys.stderr)
+        return 77  # "skipped" for meson test
     return {"demo": run_demo, "worker": run_worker, "sim": run_sim}[a.mode](a)
 
 
