@@ -67,6 +67,7 @@ def main():
     build = os.environ.get("SG_BUILD", os.path.join(ROOT, "build"))
     os.environ.setdefault("SG_GATEWAY_BIN", os.path.join(build, "control", "stormgate"))
     os.environ.setdefault("SG_STUB_BIN", os.path.join(build, "client", "tests", "sg_gateway_stub"))
+    os.environ.setdefault("STORMGATE_PYEXT_DIR", os.path.join(build, "client"))
     tmp = tempfile.mkdtemp(prefix="sg-tbsync-")
     print("testbed-sync: %d MB per round, 3 sites x %d workers, uplinks %s Mbit/s, gateway %s"
           % (a.bytes >> 20, a.workers, a.rates, a.gateway), flush=True)
