@@ -253,8 +253,16 @@ Plan plan_fapt(const Network& net, uint64_t model_bytes, const PlannerOptions& o
       for (int r : roots) {
         if (lat_cap < kInf) {
           offer(priced_prim_latency_capped(net, r, link_price, agg_price, opt.chunk_bytes, lat_cap), r);
+          // Lagrangian variants: price latency per byte-second so the tree trades cost for
+          // depth; weights relative to the bottleneck-per-latency scale of this instance.
+          if (n <= 16) {
+            for (double w : {0.3, 1.0, 3.0})
+              offer(priced_prim(net, r, link_price, agg_price, n, opt.chunk_bytes, w * m.v / lat_cap / M), r);
+            for (int depth : {3, 2}) offer(priced_prim(net, r, link_price, agg_price, depth), r);
+          }
         } else {
-          for (int depth : {n, 3, 2}) offer(priced_prim(net, r, link_price, agg_price, depth), r);
+          for (int depth : {n, 3, 2})
+            if (depth != 3 || n <= 16) offer(priced_prim(net, r, link_price, agg_price, depth), r);
         }
       }
       if (found.empty()) return;
@@ -277,7 +285,9 @@ Plan plan_fapt(const Network& net, uint64_t model_bytes, const PlannerOptions& o
   all.resize(pool.size());
   std::iota(all.begin(), all.end(), 0);
   const Mixture first = best_mixture(pool, all, resources);
-  for (double f : {1.0, 0.85, 0.7}) generate(first.lat * f * (1 + 1e-9), std::max(1, rounds / 2));
+  // Latency-capped passes: small instances afford more cap levels.
+  const std::vector<double> caps = {1.0, 0.85, 0.7};
+  for (double f : caps) generate(first.lat * f * (1 + 1e-9), n <= 16 ? rounds : std::max(1, rounds / 2));
   // The final sweep offers every tree some LP ever used, plus every seed on small instances.
   all.clear();
   for (size_t c = 0; c < pool.size(); ++c)

@@ -24,7 +24,7 @@
 namespace sg::topo {
 
 struct PlannerOptions {
-  int max_shards = 8;               // at most this many trees in a heuristic plan
+  int max_shards = 12;              // at most this many trees in a heuristic plan
   double chunk_bytes = 256.0 * 1024;
   uint64_t align_bytes = 4;         // shard boundaries fall on multiples of this (one float)
   bool multipath = true;            // add relays over idle links after planning trees

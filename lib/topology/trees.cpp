@@ -10,6 +10,11 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Parents priced_prim(const Network& net, int root, const std::vector<double>& link_price,
                     const std::vector<double>& agg_price, int max_depth) {
+  return priced_prim(net, root, link_price, agg_price, max_depth, 0.0, 0.0);
+}
+
+Parents priced_prim(const Network& net, int root, const std::vector<double>& link_price,
+                    const std::vector<double>& agg_price, int max_depth, double chunk_bytes, double lat_weight) {
   const int n = net.n;
   Parents parent(n, kNoSite);
   std::vector<int> depth(n, -1);
@@ -18,8 +23,11 @@ Parents priced_prim(const Network& net, int root, const std::vector<double>& lin
   auto attach_cost = [&](int u, int p) {
     const double up = net.link_bw(u, p), down = net.link_bw(p, u);
     if (up <= 0 || down <= 0 || net.agg[p] <= 0) return kInf;
-    return link_price[link_resource(net, u, p)] / up + link_price[link_resource(net, p, u)] / down +
-           agg_price[p] / net.agg[p];
+    double c = link_price[link_resource(net, u, p)] / up + link_price[link_resource(net, p, u)] / down +
+               agg_price[p] / net.agg[p];
+    if (lat_weight > 0)
+      c += lat_weight * (chunk_bytes / up + chunk_bytes / down + net.prop(u, p) + net.prop(p, u) + chunk_bytes / net.agg[p]);
+    return c;
   };
   depth[root] = 0;
   int last = root;

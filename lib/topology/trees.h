@@ -18,6 +18,10 @@ using Parents = std::vector<SiteId>;
 // < max_depth (max_depth >= 1); unusable links (bw <= 0) are never used.
 Parents priced_prim(const Network& net, int root, const std::vector<double>& link_price,
                     const std::vector<double>& agg_price, int max_depth);
+// The same with `lat_weight` times the edge's chunk latency (both directions, seconds)
+// added to each attachment: a Lagrangian nudge toward low-latency (shallow, short) trees.
+Parents priced_prim(const Network& net, int root, const std::vector<double>& link_price,
+                    const std::vector<double>& agg_price, int max_depth, double chunk_bytes, double lat_weight);
 
 // The same growth, but an attachment is allowed only if the tree's fill latency
 // (round_time.h: deepest up path + deepest down path, chunks of chunk_bytes) stays within
