@@ -27,14 +27,51 @@ def run(seed, loss, epochs):
     return json.loads(buf.getvalue().strip().splitlines()[-1])["final_acc"]
 
 
+def testbed(a):
+    """The real system: 3 sites x 2 workers on scripts/testbed, through the stormgate
+    gateways (with --loss-config appended to their configs, e.g. the dataplane's loss
+    injection) vs gloo over the same links."""
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="sg-acc-")
+    rows = []
+    for s in range(1, a.seeds + 1):
+        ns = argparse.Namespace(sites=3, workers=2, rates="200,100,50", rotate=0, epochs=a.epochs, batch=16,
+                                hidden=128, lr=0.05, seed=s, timeout=120.0, config_extra=a.loss_config, quiet=True)
+        res = {}
+        for backend, gw in (("stormgate", "stormgate"), ("gloo", "router")):
+            res[backend] = train_digits.testbed_run(ns, backend, gw, os.path.join(tmp, "%s-%d.json" % (backend, s)),
+                                                    os.path.join(tmp, "%s-%d.progress" % (backend, s)), backend)
+        st, gl = res["stormgate"]["epochs"][-1]["acc"], res["gloo"]["epochs"][-1]["acc"]
+        rows.append((s, gl, st))
+        print("seed %d  gloo %.4f   stormgate%s %.4f   drop %+.2f pp"
+              % (s, gl, " (+%s)" % os.path.basename(a.loss_config) if a.loss_config else "", st, 100 * (gl - st)),
+              flush=True)
+    gl_m = statistics.mean(r[1] for r in rows)
+    st_m = statistics.mean(r[2] for r in rows)
+    drop = 100 * (gl_m - st_m)
+    print("accuracy drop vs gloo: %.2f percentage points, %d seeds x %d epochs on the testbed" % (drop, a.seeds, a.epochs))
+    key = "acc_drop_loss5_pct_points" if a.loss_config else "acc_drop_lossless_pct_points"
+    print(json.dumps({"bench": "accuracy", "acc_gloo": round(gl_m, 4), "acc_stormgate": round(st_m, 4), key: round(drop, 3),
+                      "seeds": a.seeds, "epochs": a.epochs, "method": "testbed",
+                      "gateway_config_extra": a.loss_config}))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seeds", type=int, default=0)
     ap.add_argument("--epochs", type=int, default=0)
+    ap.add_argument("--testbed", action="store_true",
+                    help="run the real gateways on scripts/testbed instead of the emulation")
+    ap.add_argument("--loss-config", default="",
+                    help="with --testbed: YAML appended to the gateway configs that makes them lose 5%%")
     a = ap.parse_args()
     seeds = a.seeds or (1 if a.quick else 3)
     epochs = a.epochs or (4 if a.quick else 25)
+    if a.testbed:
+        a.seeds, a.epochs = seeds, epochs
+        return testbed(a)
     rows = []
     for s in range(1, seeds + 1):
         exact = run(s, 0.0, epochs)

@@ -224,6 +224,8 @@ def testbed_run(a, backend, gateway, out, progress, label):
            "--worker-cmd", worker, "--quiet"]
     if a.rotate:
         cmd += ["--rotate", str(a.rotate)]
+    if gateway == "stormgate" and a.config_extra:
+        cmd += ["--config-extra", a.config_extra]
     open(progress, "w").close()
     done = threading.Event()
 
@@ -231,7 +233,7 @@ def testbed_run(a, backend, gateway, out, progress, label):
         with open(progress) as f:
             while True:
                 line = f.readline()
-                if line:
+                if line and not getattr(a, "quiet", False):
                     r = json.loads(line)
                     print("  [%-9s] epoch %3d  round %8.2f ms  epoch %6.2f s  loss %.4f  accuracy %.4f"
                           % (label, r["epoch"], r["round_ms"], r["epoch_s"], r["loss"], r["acc"]), flush=True)
@@ -283,6 +285,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rates", default="200,100,50")
     ap.add_argument("--rotate", type=float, default=0, help="rotate link rates every S seconds")
+    ap.add_argument("--config-extra", default="", help="YAML appended to the gateway configs (testbed)")
     ap.add_argument("--gateway", choices=["stormgate", "stub"], default="stormgate")
     ap.add_argument("--epochs", type=int, default=15)
     ap.add_argument("--batch", type=int, default=16)
