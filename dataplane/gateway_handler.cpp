@@ -247,7 +247,9 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
       return;
     }
     if (!job_) {
-      // Not the job's engine: hand the whole frame to engine 0 (it validates it again).
+      // Not the job's engine: hand the whole frame to engine 0 (it validates it again). The
+      // port it came in on rides in the hash field (the RSS hash is no longer needed).
+      m->hash.usr = port_index;
       if (rte_ring_enqueue(handoff_, m) != 0) {
         ltp_.handoff_full.add();
         rte_pktmbuf_free(m);
@@ -305,9 +307,7 @@ unsigned GatewayHandler::on_poll_st(EngineIo& io, uint64_t now_tsc) {
       const unsigned n = rte_ring_dequeue_burst(handoff_, objs, 32, nullptr);
       for (unsigned i = 0; i < n; ++i) {
         auto* m = static_cast<rte_mbuf*>(objs[i]);
-        uint16_t pi = 0;
-        for (uint16_t k = 0; k < ports_.size(); ++k)
-          if (ports_[k].id == m->port) pi = k;
+        const uint16_t pi = static_cast<uint16_t>(m->hash.usr < ports_.size() ? m->hash.usr : 0);
         handle_one_st(io, pi, m, now_tsc);
       }
       work += n;

@@ -64,6 +64,9 @@ class LossyHandler final : public PacketHandler {
 
 struct Site {
   config::GatewayConfig cfg;
+  rte_ring* handoff = nullptr;
+  std::unique_ptr<GatewayHandler> handler1;  // second engine (multi-queue case)
+  std::unique_ptr<Engine> engine1;
   std::vector<Port> ports;
   Neighbours nbrs;
   std::vector<PeerRoute> routes;
@@ -80,17 +83,24 @@ struct Testbed {
   Site sites[kSites];
   topo::Plan plan;
 
-  Testbed(const std::string& tag, double loss, uint32_t rounds, uint64_t model_bytes) {
+  int queues = 1;
+
+  // queues == 2: every port has two queue pairs and every site two engines; what a site sends
+  // on queue 0 arrives on the peer's queue 1, so engine 1 receives everything and must hand
+  // the job's packets to engine 0 (the multi-queue path).
+  Testbed(const std::string& tag, double loss, uint32_t rounds, uint64_t model_bytes, int nq = 1) : queues(nq) {
     pool = create_pool("rp" + tag, 16383, 64, RTE_MBUF_DEFAULT_BUF_SIZE);
     EXPECT_NE(pool, nullptr);
-    rte_ring* link[kSites][kSites] = {};
+    // link[i][j][q]: frames site i sends to j on TX queue q.
+    rte_ring* link[kSites][kSites][2] = {};
     for (int i = 0; i < kSites; ++i)
       for (int j = 0; j < kSites; ++j)
-        if (i != j) {
-          link[i][j] = rte_ring_create(("r" + tag + std::to_string(i) + std::to_string(j)).c_str(), 8192,
-                                       SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-          rings.push_back(link[i][j]);
-        }
+        for (int q = 0; q < queues; ++q)
+          if (i != j) {
+            link[i][j][q] = rte_ring_create(("r" + tag + std::to_string(i) + std::to_string(j) + std::to_string(q)).c_str(),
+                                            8192, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+            rings.push_back(link[i][j][q]);
+          }
     for (int i = 0; i < kSites; ++i) {
       Site& s = sites[i];
       auto& c = s.cfg;
@@ -115,19 +125,24 @@ struct Testbed {
         peer.mac = mac_of(j, i);  // the far end's port MAC: no ARP round trip needed here
         peer.paths.push_back(config::PathConfig{0, pc.name, {}, {}});
         c.peers.push_back(peer);
-        const int id = rte_eth_from_rings(("p" + tag + std::to_string(i) + std::to_string(j)).c_str(), &link[j][i], 1,
-                                          &link[i][j], 1, SOCKET_ID_ANY);
+        // RX queue q reads what the peer sent on its TX queue (q + 1) % queues: crossed.
+        rte_ring* rx[2] = {link[j][i][(queues - 1) % queues], link[j][i][0]};
+        rte_ring* tx[2] = {link[i][j][0], queues > 1 ? link[i][j][1] : nullptr};
+        const int id = rte_eth_from_rings(("p" + tag + std::to_string(i) + std::to_string(j)).c_str(), rx, queues, tx,
+                                          queues, SOCKET_ID_ANY);
         EXPECT_GE(id, 0);
         Port p;
         p.name = pc.name;
         p.id = static_cast<uint16_t>(id);
-        p.rx_queues = p.tx_queues = 1;
+        p.rx_queues = p.tx_queues = static_cast<uint16_t>(queues);
         std::copy(pc.mac->bytes.begin(), pc.mac->bytes.end(), p.mac.addr_bytes);
         p.ipv4 = pc.ipv4.host_order;
         rte_eth_conf conf{};
-        EXPECT_EQ(rte_eth_dev_configure(p.id, 1, 1, &conf), 0);
-        EXPECT_EQ(rte_eth_rx_queue_setup(p.id, 0, 1024, SOCKET_ID_ANY, nullptr, pool), 0);
-        EXPECT_EQ(rte_eth_tx_queue_setup(p.id, 0, 1024, SOCKET_ID_ANY, nullptr), 0);
+        EXPECT_EQ(rte_eth_dev_configure(p.id, queues, queues, &conf), 0);
+        for (int q = 0; q < queues; ++q) {
+          EXPECT_EQ(rte_eth_rx_queue_setup(p.id, q, 1024, SOCKET_ID_ANY, nullptr, pool), 0);
+          EXPECT_EQ(rte_eth_tx_queue_setup(p.id, q, 1024, SOCKET_ID_ANY, nullptr), 0);
+        }
         EXPECT_EQ(rte_eth_dev_start(p.id), 0);
         s.ports.push_back(p);
       }
@@ -144,6 +159,14 @@ struct Testbed {
       s.lossy = std::make_unique<LossyHandler>(*s.handler, loss, 100 + i);
       EngineParams ep;
       s.engine = std::make_unique<Engine>(s.ports, pool, *s.lossy, ep);
+      if (queues > 1) {
+        s.handoff = rte_ring_create(("h" + tag + std::to_string(i)).c_str(), 4096, SOCKET_ID_ANY, RING_F_SC_DEQ);
+        s.handler1 = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false, PushParams{});
+        s.handler->attach_handoff(s.handoff);
+        s.handler1->attach_handoff(s.handoff);
+        ep.queue = 1;
+        s.engine1 = std::make_unique<Engine>(s.ports, pool, *s.handler1, ep);
+      }
     }
   }
 
@@ -153,6 +176,10 @@ struct Testbed {
     while (std::chrono::steady_clock::now() < end) {
       bool all = true;
       for (auto& s : sites) {
+        if (s.engine1) {
+          s.engine1->poll_once_st(rte_rdtsc());
+          s.engine1->flush_st();
+        }
         s.engine->poll_once_st(rte_rdtsc());
         s.engine->flush_st();
         all &= s.job->finished();
@@ -169,7 +196,9 @@ struct Testbed {
     }
     for (auto& s : sites) drain_rx(s.ports);
     for (auto& s : sites) {
+      s.engine1.reset();
       s.engine.reset();
+      if (s.handoff) rte_ring_free(s.handoff);
       s.job.reset();
       for (auto& p : s.ports) {
         rte_eth_dev_stop(p.id);
@@ -194,6 +223,23 @@ TEST(GatewayRounds, ThreeSitesGetExactlyTheMeanEveryRound) {
     EXPECT_EQ(c.values_exact.get(), c.values_checked.get()) << s.cfg.site.name;
     EXPECT_EQ(c.up_bubbles.get() + c.down_bubbles.get(), 0u);
     EXPECT_EQ(s.engine->counters().total_drops(), 0u);
+  }
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
+}
+
+TEST(GatewayRounds, TwoQueuesHandTheJobToEngineZero) {
+  Testbed tb("m", 0.0, 3, 256 * 1024, /*queues=*/2);
+  ASSERT_TRUE(tb.run(std::chrono::seconds(60)));
+  for (auto& s : tb.sites) {
+    const auto& c = s.job->counters();
+    EXPECT_EQ(c.rounds.get(), 3u);
+    EXPECT_EQ(c.values_exact.get(), c.values_checked.get()) << s.cfg.site.name;
+    // Everything arrived on queue 1 and crossed to engine 0 through the hand-off ring.
+    EXPECT_GT(s.engine1->counters().rx_packets.get(), 100u);
+    EXPECT_EQ(s.engine->counters().rx_packets.get(), 0u);
+    EXPECT_EQ(s.handler1->ltp().handoff_full.get(), 0u);
+    EXPECT_EQ(s.engine->counters().total_drops(), 0u) << "handed-off frames keep the port they came in on";
   }
   tb.shutdown();
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
