@@ -17,8 +17,8 @@ with open(f"{out}/sim-sync.json") as f:
 # Speedup of stormgate (FAPT + multipath, LTP) over each baseline.
 rows = d.get("main", [])
 if rows:
-    labels = [f"{r['sites']} sites\n{r['model_bytes'] / 2**20:.0f} MB" if r["model_bytes"] < 2**30
-              else f"{r['sites']} sites\n1 GB" for r in rows]
+    labels = [f"{r['sites']} sites\n{r['model_bytes'] / 2**20:.0f} MB" if r["model_bytes"] < 0.99 * 2**30
+              else f"{r['sites']} sites\n{r['model_bytes'] / 2**30:.0f} GB" for r in rows]
     ours = [r["stormgate FAPT+multipath"] for r in rows]
     series = [("parameter server (reliable)", "PS (star, reliable)"),
               ("ring all-reduce (reliable)", "ring all-reduce (reliable)"),
@@ -71,3 +71,30 @@ if fl:
     fig.tight_layout()
     fig.savefig(f"{out}/fluctuation.png", dpi=120)
     print(f"wrote {out}/fluctuation.png", file=sys.stderr)
+
+# The other experiments, appended to the markdown table the benchmark wrote.
+md = [open(f"{out}/sim-sync.md").read().rstrip("\n").split("\n## ")[0], ""]
+if d.get("loss1"):
+    md += ["## 1% random loss on every link (same FAPT plan, 100 MB)", "",
+           "| scenario | reliable (AIMD) | LTP (Early Close) | gain | LTP bubbles |", "|---|---|---|---|---|"]
+    for r in d["loss1"]:
+        md.append(f"| {r['scenario']} | {r['reliable_s']:.2f} s | {r['ltp_s']:.2f} s | "
+                  f"{r['reliable_s'] / r['ltp_s']:.2f} | {r['bubbles']:.0f} |")
+    md.append("")
+for f in d.get("fluctuation", []):
+    modes = [m for m in ("stuck", "aware (passive)", "aware (passive+probes)", "aware+compress") if m in f]
+    md += [f"## Fluctuation ({f['scenario']}, {len(f['stuck'])} rounds back to back, 100 MB)", "",
+           "| planner | total | mean round | policy switches | gain vs stuck |", "|---|---|---|---|---|"]
+    stuck = sum(p[1] for p in f["stuck"])
+    for m in modes:
+        tot = sum(p[1] for p in f[m])
+        md.append(f"| {m} | {tot:.1f} s | {tot / len(f[m]):.2f} s | {sum(p[2] for p in f[m])} | {stuck / tot:.2f} |")
+    md.append("")
+keys = [k for k in sorted(d) if not isinstance(d[k], list)]
+md += ["## Figures (the benchmark's JSON line)", "", "| figure | value |", "|---|---|"]
+md += [f"| {k} | {d[k]:.4g} |" for k in keys]
+md += ["", "Plots: [speedup.png](speedup.png), [fluctuation.png](fluctuation.png). "
+       "How these were made and what they mean: [../README.md](../README.md#wan-simulator-sim-sync)."]
+with open(f"{out}/sim-sync.md", "w") as fh:
+    fh.write("\n".join(md) + "\n")
+print(f"wrote {out}/sim-sync.md", file=sys.stderr)
