@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import statistics
 import sys
 
@@ -46,6 +47,7 @@ def testbed(a):
         print("seed %d  gloo %.4f   stormgate%s %.4f   drop %+.2f pp"
               % (s, gl, " (+%s)" % os.path.basename(a.loss_config) if a.loss_config else "", st, 100 * (gl - st)),
               flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
     gl_m = statistics.mean(r[1] for r in rows)
     st_m = statistics.mean(r[2] for r in rows)
     drop = 100 * (gl_m - st_m)

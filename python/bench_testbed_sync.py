@@ -7,6 +7,7 @@ rotate among the sites every few seconds. Figure: speedup_vs_gloo = median over 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -71,8 +72,11 @@ def main():
     tmp = tempfile.mkdtemp(prefix="sg-tbsync-")
     print("testbed-sync: %d MB per round, 3 sites x %d workers, uplinks %s Mbit/s, gateway %s"
           % (a.bytes >> 20, a.workers, a.rates, a.gateway), flush=True)
-    fixed = series(a, 0, tmp)
-    rot = [] if a.quick else series(a, a.rotate, tmp)
+    try:
+        fixed = series(a, 0, tmp)
+        rot = [] if a.quick else series(a, a.rotate, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     sp = statistics.median(p[2] for p in fixed)
     print("\n%-24s %12s %12s %10s" % ("links", "stormgate s", "gloo s", "speedup"))
     print("%-24s %12.3f %12.3f %9.2fx" % ("fixed " + a.rates, statistics.median(p[0] for p in fixed),

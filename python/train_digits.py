@@ -21,6 +21,7 @@ torch.distributed's gloo all_reduce, over the same shaped links of scripts/testb
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -259,10 +260,13 @@ def run_demo(a):
     if a.gateway == "stub":
         print("NOTE: --gateway stub: each site averages only its own workers (no WAN round)")
     res = {}
-    for backend, gateway, label in (("stormgate", a.gateway, "stormgate"), ("gloo", "router", "gloo")):
-        print("\n== %s over the shaped links" % label, flush=True)
-        res[label] = testbed_run(a, backend, gateway, os.path.join(tmp, label + ".json"),
-                                 os.path.join(tmp, label + ".progress"), label)
+    try:
+        for backend, gateway, label in (("stormgate", a.gateway, "stormgate"), ("gloo", "router", "gloo")):
+            print("\n== %s over the shaped links" % label, flush=True)
+            res[label] = testbed_run(a, backend, gateway, os.path.join(tmp, label + ".json"),
+                                     os.path.join(tmp, label + ".progress"), label)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     print("\n== summary (%d epochs)" % a.epochs)
     print("%-28s %14s %14s" % ("", "stormgate", "gloo"))
 
