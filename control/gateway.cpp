@@ -271,13 +271,17 @@ bool Gateway::stop() {
     const auto& rc = job_->counters();
     const uint64_t n = rc.rounds.get();
     const uint64_t checked = rc.values_checked.get();
+    char exact[96] = "";
+    if (checked)
+      std::snprintf(exact, sizeof exact, ", values equal to the exact mean %.4f%%", 100.0 * rc.values_exact.get() / checked);
+    else
+      std::snprintf(exact, sizeof exact, ", %llu results delivered to workers", (unsigned long long)rc.worker_rounds.get());
     std::printf("[%s] job %u: %llu rounds of %llu bytes, mean round %.1f ms, early closes %llu, bubbles up %llu down %llu, "
-                "timeouts %llu, retransmits %llu, values equal to the exact mean %.4f%%\n",
+                "timeouts %llu, retransmits %llu%s\n",
                 cfg_.site.name.c_str(), cfg_.job.id, (unsigned long long)n, (unsigned long long)cfg_.job.model_bytes,
                 n ? rc.round_ns_total.get() / 1e6 / n : 0.0, (unsigned long long)rc.early_closes.get(),
                 (unsigned long long)rc.up_bubbles.get(), (unsigned long long)rc.down_bubbles.get(),
-                (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.retransmits.get(),
-                checked ? 100.0 * rc.values_exact.get() / checked : 0.0);
+                (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.retransmits.get(), exact);
     if (agent_)
       std::printf("[%s] policy: version %u in force, %llu switches, %llu proposals (coordinator), last modelled gain %.2f\n",
                   cfg_.site.name.c_str(), policy_version(), (unsigned long long)agent_->stats().switches.load(),

@@ -40,7 +40,10 @@ bool Sender::start(const TransferSpec& spec, Nanos now) {
   delivered_time_ = now;
   largest_acked_seq_ = 0;
   rack_xmit_ = 0;
-  srtt_ = rttvar_ = min_rtt_ = 0;
+  // The RTT estimate is kept from the previous transfer: a sender always talks to the same
+  // peer, and the path's RTT outlives one round (Linux caches it per destination the same
+  // way). Starting from initial_rto every round made the first loss of each round wait
+  // for the initial timeout.
   backoff_ = 0;
   reorder_steps_ = 0;
   reordering_seen_ = false;
