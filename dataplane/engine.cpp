@@ -44,6 +44,20 @@ void Engine::tx_st(uint16_t port_index, rte_mbuf* m) {
   pending_tx_ = sent ? 0 : pending_tx_ + 1;
 }
 
+void Engine::tx_burst_st(uint16_t port_index, rte_mbuf** pkts, uint16_t n) {
+  // What is buffered for this port goes first, so packets leave in order.
+  rte_eth_tx_buffer_flush(ports_[port_index].id, params_.queue, tx_buffers_[port_index]);
+  uint64_t bytes = 0;
+  for (uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
+  const uint16_t sent = rte_eth_tx_burst(ports_[port_index].id, params_.queue, pkts, n);
+  counters_.tx_packets.add(n);
+  counters_.tx_bytes.add(bytes);
+  if (sent < n) {
+    counters_.tx_dropped.add(n - sent);
+    rte_pktmbuf_free_bulk(pkts + sent, n - sent);
+  }
+}
+
 void Engine::flush_st() {
   for (size_t i = 0; i < ports_.size(); ++i) rte_eth_tx_buffer_flush(ports_[i].id, params_.queue, tx_buffers_[i]);
   pending_tx_ = 0;

@@ -27,6 +27,10 @@ class EngineIo {
  public:
   virtual ~EngineIo() = default;
   virtual void tx_st(uint16_t port_index, rte_mbuf* m) = 0;
+  // A whole burst to one port, same ownership rule. Default: one by one.
+  virtual void tx_burst_st(uint16_t port_index, rte_mbuf** pkts, uint16_t n) {
+    for (uint16_t i = 0; i < n; ++i) tx_st(port_index, pkts[i]);
+  }
   virtual rte_mempool* pool() const = 0;
   virtual EngineCounters& counters() = 0;
   virtual uint16_t queue() const = 0;
@@ -70,6 +74,7 @@ class Engine final : public EngineIo {
 
   // EngineIo
   void tx_st(uint16_t port_index, rte_mbuf* m) override;
+  void tx_burst_st(uint16_t port_index, rte_mbuf** pkts, uint16_t n) override;
   rte_mempool* pool() const override { return pool_; }
   EngineCounters& counters() override { return counters_; }
   uint16_t queue() const override { return params_.queue; }

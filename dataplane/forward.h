@@ -12,7 +12,7 @@ class ForwardHandler final : public PacketHandler {
   explicit ForwardHandler(uint16_t port_count) : port_count_(port_count) {}
   void on_rx_st(EngineIo& io, uint16_t port_index, rte_mbuf** pkts, uint16_t n, uint64_t) override {
     const uint16_t out = port_count_ > 1 ? static_cast<uint16_t>(port_index ^ 1) : port_index;
-    for (uint16_t i = 0; i < n; ++i) io.tx_st(out, pkts[i]);
+    io.tx_burst_st(out, pkts, n);
   }
 
  private:
