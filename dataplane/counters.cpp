@@ -17,6 +17,7 @@ const char* drop_reason_name(Drop d) {
     case Drop::kBadLtp: return "bad_ltp";
     case Drop::kLtpRefused: return "ltp_refused";
     case Drop::kNoRoute: return "no_route";
+    case Drop::kImpairment: return "impairment";
     case Drop::kCount: break;
   }
   return "unknown";

@@ -32,6 +32,7 @@ enum class Drop : uint8_t {
   kBadLtp,          // LTP header or payload failed validation
   kLtpRefused,      // valid but refused by the transport (stale round, duplicate, table full)
   kNoRoute,         // no neighbour entry for the next hop yet
+  kImpairment,      // dropped on purpose by the configured impairment layer
   kCount
 };
 

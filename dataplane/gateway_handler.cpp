@@ -69,6 +69,7 @@ GatewayHandler::GatewayHandler(const config::GatewayConfig& cfg, const std::vect
     : cfg_(cfg), ports_(ports), nbrs_(nbrs), routes_(routes), arp_owner_(arp_owner), push_(push) {
   tsc_hz_ = rte_get_tsc_hz();
   tsc0_ = rte_get_tsc_cycles();
+  impair_rng_.reseed(cfg.impairment.seed * 1000003u + cfg.site.id);
   if (push_.rate_mbit > 0) {
     const double frame_bits = 8.0 * (push_.chunk_bytes + sizeof(wire::DataHeader) + 42);
     push_interval_tsc_ = std::max<uint64_t>(1, static_cast<uint64_t>(frame_bits / (push_.rate_mbit * 1e6) * tsc_hz_));
@@ -277,6 +278,12 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
       ltp_.control_full.add();
       rte_pktmbuf_free(m);
     }
+    return;
+  }
+  if (cfg_.impairment.rx_data_loss > 0 && common->type == wire::MsgType::kData &&
+      common->src_node < sync::kWorkerNodeBase && impair_rng_.chance(cfg_.impairment.rx_data_loss)) {
+    io.counters().drop(Drop::kImpairment);  // the WAN's loss, played by the receiver
+    rte_pktmbuf_free(m);
     return;
   }
   if (job_) {

@@ -14,6 +14,7 @@
 #include <rte_ring.h>
 
 #include "common/clock.h"
+#include "common/rng.h"
 #include "config/config.h"
 #include "dataplane/counters.h"
 #include "dataplane/engine.h"
@@ -119,6 +120,7 @@ class GatewayHandler final : public PacketHandler {
   rte_ring* ctl_in_ = nullptr;
   rte_ring* ctl_out_ = nullptr;
   uint64_t tsc0_ = 0;
+  Rng impair_rng_;
 };
 
 }  // namespace sg::dp

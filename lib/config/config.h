@@ -138,6 +138,14 @@ struct JobConfig {
   uint32_t round_timeout_ms = 30000;
 };
 
+// Stormgate's own impairment layer (this kernel has no netem): received LTP DATA from other
+// gateways is dropped with this probability before the transport sees it, seeded, counted.
+// For experiments and tests only; 0 in production.
+struct ImpairmentConfig {
+  double rx_data_loss = 0.0;
+  uint64_t seed = 1;
+};
+
 struct GatewayConfig {
   std::string source;  // file the config came from, for messages
   SiteConfig site;
@@ -150,6 +158,7 @@ struct GatewayConfig {
   TelemetryConfig telemetry;
   DataplaneConfig dataplane;
   JobConfig job;
+  ImpairmentConfig impairment;
 
   const PortConfig* find_port(const std::string& name) const;
   const PeerConfig* find_peer(uint16_t id) const;

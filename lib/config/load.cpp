@@ -168,6 +168,12 @@ void read_job(MapReader& top, GatewayConfig& cfg) {
   r.integer("round_timeout_ms", 10, 3600000, j.round_timeout_ms);
 }
 
+void read_impairment(MapReader& top, GatewayConfig& cfg) {
+  MapReader r(top.child("impairment"), "impairment", top.errors());
+  r.number("rx_data_loss", 0.0, 0.9, cfg.impairment.rx_data_loss);
+  r.integer("seed", 0, INT64_MAX, cfg.impairment.seed);
+}
+
 }  // namespace
 
 LoadResult load_config_text(const std::string& text, const std::string& source) {
@@ -209,6 +215,7 @@ LoadResult load_config_text(const std::string& text, const std::string& source) 
     read_telemetry(top, cfg);
     read_dataplane(top, cfg);
     read_job(top, cfg);
+    read_impairment(top, cfg);
   }  // top's destructor reports unknown sections
   if (errs.empty()) {
     // Defaults that depend on other sections: a peer's UDP port is the transport's, and a peer
