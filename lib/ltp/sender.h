@@ -89,6 +89,16 @@ class Sender {
   // wants to run next (kNever once done); call it again after every on_packet as well.
   Nanos poll(Nanos now, PacketSink& tx);
 
+  // Starts the RTT estimate from what an earlier sender to the same peer measured (a new plan
+  // re-creates senders; without this the first loss after a switch waits the initial RTO).
+  // Ignored once this sender has its own samples.
+  void seed_rtt(Nanos srtt, Nanos min_rtt) {
+    if (srtt_ != 0 || srtt <= 0) return;
+    srtt_ = srtt;
+    rttvar_ = srtt / 2;
+    min_rtt_ = min_rtt > 0 ? min_rtt : srtt;
+  }
+  Nanos min_rtt() const { return min_rtt_; }
   bool done() const { return state_ != SenderState::kRunning; }
   SenderState state() const { return state_; }
   CloseReason close_reason() const { return close_reason_; }

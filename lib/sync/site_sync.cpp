@@ -95,6 +95,11 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
     if (sh.parent >= 0) sh.up_out = add_out(sh.parent);
     for (int c : sh.children) sh.child_out.push_back(add_out(c));
   }
+  // RTT estimates of the senders being replaced, per peer, seed their successors.
+  std::vector<std::pair<Nanos, Nanos>> rtt(plan.num_sites, {0, 0});
+  for (const auto& o : outs_)
+    if (o->peer >= 0 && o->peer < plan.num_sites && o->sender->srtt() > 0)
+      rtt[o->peer] = {o->sender->srtt(), o->sender->min_rtt()};
   for (auto& o : outs) {
     ltp::SenderConfig sc = cfg_.sender;
     sc.local_node = cfg_.self_node;
@@ -102,6 +107,7 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
     sc.max_chunks = max_chunks;
     o->rc = make_controller(cfg_.reliable_baseline);
     o->sender = std::make_unique<ltp::Sender>(sc, *o->rc, rng_);
+    o->sender->seed_rtt(rtt[o->peer].first, rtt[o->peer].second);
   }
   ltp::ReceiverConfig rc = cfg_.receiver;
   rc.local_node = cfg_.self_node;
