@@ -2,6 +2,7 @@
 // the same keys; config_test.cpp checks that every example there loads.
 #include "config/load.h"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +12,7 @@ namespace sg::config {
 namespace {
 
 constexpr int64_t kU16 = 65535;
+constexpr size_t kMaxConfigBytes = 1 << 20;
 
 void read_site(MapReader& top, GatewayConfig& cfg) {
   if (!top.has("site")) {
@@ -179,6 +181,41 @@ void read_impairment(MapReader& top, GatewayConfig& cfg) {
 LoadResult load_config_text(const std::string& text, const std::string& source) {
   ErrorList errs(source);
   LoadResult result;
+  // A config is UTF-8 text. Control bytes and malformed UTF-8 are refused before yaml-cpp sees
+  // them: it spins for seconds on some such inputs (found by config_fuzz), and no real
+  // config has them.
+  int line = 0, col = 0;
+  for (size_t i = 0; i < text.size(); ++i, ++col) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++line;
+      col = -1;
+      continue;
+    }
+    char found[48] = "";
+    if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) {
+      std::snprintf(found, sizeof found, "the control byte 0x%02x", c);
+    } else if (c >= 0x80) {
+      // Lead byte, then 1-3 continuation bytes 10xxxxxx.
+      const int more = c >= 0xf0 && c <= 0xf4 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
+      bool ok = more > 0;
+      for (int k = 1; ok && k <= more; ++k)
+        ok = i + k < text.size() && (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+      if (!ok) std::snprintf(found, sizeof found, "a malformed UTF-8 byte 0x%02x", c);
+      else i += static_cast<size_t>(more);
+    }
+    if (found[0]) {
+      errs.add(line, col, "", "a UTF-8 text file", found);
+      result.errors = errs.list();
+      return result;
+    }
+  }
+  if (text.size() > kMaxConfigBytes) {
+    errs.add(-1, -1, "", "a config of at most " + std::to_string(kMaxConfigBytes) + " bytes",
+             std::to_string(text.size()) + " bytes");
+    result.errors = errs.list();
+    return result;
+  }
   if (!scan_duplicate_keys(text, errs)) {
     result.errors = errs.list();
     return result;

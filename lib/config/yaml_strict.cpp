@@ -92,7 +92,13 @@ bool scan_duplicate_keys(const std::string& text, ErrorList& errors) {
   try {
     YAML::Parser parser(in);
     DuplicateKeyFinder finder(errors);
-    while (parser.HandleNextDocument(finder)) {
+    // A config is one document. Never loop "while there are documents": on some malformed
+    // streams (a stray ',') yaml-cpp 0.7 reports a new empty document forever without
+    // consuming input (yaml-cpp issue #1040; found by config_fuzz).
+    parser.HandleNextDocument(finder);
+    if (parser.HandleNextDocument(finder)) {
+      errors.add(-1, -1, "", "one YAML document", "a second document (or a stray ',', ']' or '}')");
+      return false;
     }
   } catch (const YAML::Exception& e) {
     errors.add(e.mark.line, e.mark.column, "", "well-formed YAML", e.msg);

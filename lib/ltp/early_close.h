@@ -52,7 +52,10 @@ class EarlyClose {
   Nanos quiet(Nanos srtt, Nanos gap) const {
     const double s = static_cast<double>(srtt > 0 ? srtt : cfg_.quiet_unknown_rtt);
     const double q = cfg_.quiet_rtts * s + cfg_.quiet_gaps * static_cast<double>(std::max<Nanos>(gap, 0));
-    return std::clamp(static_cast<Nanos>(q), cfg_.quiet_min, cfg_.quiet_max);
+    // Clamp before converting: RTT and gap come from the network and may be absurd (a double
+    // beyond int64 range converts with undefined behaviour; found by ltp_receive_fuzz).
+    return static_cast<Nanos>(
+        std::clamp(q, static_cast<double>(cfg_.quiet_min), static_cast<double>(cfg_.quiet_max)));
   }
 
   // Fraction of a finished transfer that did not arrive on its first transmission.

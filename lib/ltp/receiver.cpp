@@ -216,11 +216,8 @@ void Receiver::on_data(const wire::DataMsg& m, size_t msg_len, Nanos now, Receiv
   }
 
   // Receiver-side RTT: the sender echoes our latest ack_ts.
-  Nanos rtt = -1;
-  if (f.echo_ts != 0 && static_cast<Nanos>(f.echo_ts) <= now) {
-    rtt = now - static_cast<Nanos>(f.echo_ts);
-    note_rtt(rtt);
-  }
+  const Nanos rtt = rtt_from_echo(f.echo_ts, now);
+  if (rtt >= 0) note_rtt(rtt);
   const bool retx = (f.flags & wire::kFlagRetransmit) != 0;
   sink.on_sample({f.src_node, f.path_id, static_cast<uint32_t>(msg_len), now, rtt, retx});
   t->last_arrival = now;

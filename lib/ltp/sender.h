@@ -92,13 +92,12 @@ class Sender {
   // Starts the RTT estimate from what an earlier sender to the same peer measured (a new plan
   // re-creates senders; without this the first loss after a switch waits the initial RTO).
   // Ignored once this sender has its own samples.
-  void seed_rtt(Nanos srtt, Nanos min_rtt) {
-    if (srtt_ != 0 || srtt <= 0) return;
-    srtt_ = srtt;
-    rttvar_ = srtt / 2;
-    min_rtt_ = min_rtt > 0 ? min_rtt : srtt;
+  void seed_rtt(Nanos srtt, Nanos /*min_rtt*/) {
+    if (srtt > 0 && rto_hint_ == 0) rto_hint_ = 3 * srtt;  // srtt + 4 x (srtt / 2)
   }
   Nanos min_rtt() const { return min_rtt_; }
+  // What the next transfer's first timeout starts from (0: initial_rto).
+  Nanos rto_hint() const { return rto_hint_; }
   bool done() const { return state_ != SenderState::kRunning; }
   SenderState state() const { return state_; }
   CloseReason close_reason() const { return close_reason_; }
@@ -162,6 +161,7 @@ class Sender {
   uint64_t largest_acked_seq_ = 0;
   Nanos rack_xmit_ = 0;  // send time of the most recently sent chunk known delivered
   Nanos srtt_ = 0, rttvar_ = 0, min_rtt_ = 0;
+  Nanos rto_hint_ = 0;  // from the previous transfer to this peer
   uint32_t backoff_ = 0;
   uint32_t reorder_steps_ = 0;  // grows the time threshold each time reordering fooled us
   bool reordering_seen_ = false;  // then the packet threshold is off (time only, like RACK)

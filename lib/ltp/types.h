@@ -14,6 +14,16 @@ using wire::CloseReason;
 
 inline constexpr Nanos kNever = INT64_MAX;
 
+// An echoed timestamp from the network gives an RTT sample only if it is one of ours: not
+// zero, not in the future, and at most kMaxRttSample old. Anything else (including values
+// beyond int64, which would overflow the subtraction) yields no sample (-1).
+inline constexpr Nanos kMaxRttSample = 60 * kSecond;
+constexpr Nanos rtt_from_echo(uint64_t echo, Nanos now) {
+  if (echo == 0 || now < 0 || echo > static_cast<uint64_t>(now)) return -1;
+  const Nanos rtt = now - static_cast<Nanos>(echo);
+  return rtt <= kMaxRttSample ? rtt : -1;
+}
+
 // How a chunk that never arrived is filled at close (wire value: CLOSE::fill_rule).
 enum class FillRule : uint8_t {
   kZero = 0,      // zeros, contributor count 0: the mean divides by who really contributed

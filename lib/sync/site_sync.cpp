@@ -98,8 +98,8 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
   // RTT estimates of the senders being replaced, per peer, seed their successors.
   std::vector<std::pair<Nanos, Nanos>> rtt(plan.num_sites, {0, 0});
   for (const auto& o : outs_)
-    if (o->peer >= 0 && o->peer < plan.num_sites && o->sender->srtt() > 0)
-      rtt[o->peer] = {o->sender->srtt(), o->sender->min_rtt()};
+    if (o->peer >= 0 && o->peer < plan.num_sites && (o->sender->srtt() > 0 || o->sender->rto_hint() > 0))
+      rtt[o->peer] = {o->sender->srtt() > 0 ? o->sender->srtt() : o->sender->rto_hint() / 3, o->sender->min_rtt()};
   for (auto& o : outs) {
     ltp::SenderConfig sc = cfg_.sender;
     sc.local_node = cfg_.self_node;

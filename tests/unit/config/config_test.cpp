@@ -248,6 +248,33 @@ TEST(ConfigErrors, EveryProblemIsReportedNotJustTheFirst) {
   EXPECT_EQ(r.errors.size(), 3u) << all_errors(r);
 }
 
+TEST(ConfigErrors, BinaryInputIsRefusedBeforeParsing) {
+  // The input config_fuzz found making yaml-cpp spin: NUL and control bytes.
+  const std::string bin("\0\0\0,&a 7*\x19" "a\n", 12);
+  ConfigError e = one_error(bin);
+  EXPECT_EQ(e.expected, "a UTF-8 text file");
+  EXPECT_EQ(e.found, "the control byte 0x00");
+  ConfigError e2 = one_error("site:\n  id: 1\x01\n");
+  EXPECT_EQ(e2.line, 2);
+  EXPECT_EQ(e2.column, 8);
+  // The second spinning input: an anchor name with an invalid UTF-8 byte.
+  ConfigError e3 = one_error("&\xff, i*a]\n");
+  EXPECT_EQ(e3.found, "a malformed UTF-8 byte 0xff");
+  // Real UTF-8 is fine.
+  LoadResult ok = load_config_text(std::string(kMinimal) + "# caf\xc3\xa9 \xe2\x9c\x93\n", "u.yaml");
+  EXPECT_TRUE(ok.config) << all_errors(ok);
+}
+
+TEST(ConfigErrors, StrayCommaDoesNotHang) {
+  // yaml-cpp 0.7 reports empty documents forever after a lone ',' (its issue #1040).
+  for (const char* t : {",", ",\n", "site: {id: 1}\n---\nsite: {id: 2}\n"}) {
+    LoadResult r = load_config_text(t, "c.yaml");
+    EXPECT_FALSE(r.config) << t;
+    ASSERT_FALSE(r.errors.empty()) << t;
+  }
+  EXPECT_EQ(load_config_text(",", "c.yaml").errors[0].expected, "one YAML document");
+}
+
 TEST(ConfigErrors, MissingFileIsClear) {
   LoadResult r = load_config_file("/nonexistent/stormgate.yaml");
   ASSERT_EQ(r.errors.size(), 1u);
