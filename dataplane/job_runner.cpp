@@ -200,6 +200,7 @@ unsigned JobRunner::poll_st(Nanos now) {
           sync_->begin_round(group_->round(), group_->contribution(), now, tx_)) {
         round_ = group_->round();
         checked_ = false;
+        next_wake_ = 0;  // the new round's timers: see below
         ++work;
       }
     }
@@ -210,6 +211,10 @@ unsigned JobRunner::poll_st(Nanos now) {
       if (sync_->begin_round(round_ + 1, local_, now, tx_)) {
         ++round_;
         checked_ = false;
+        // The new round has timers of its own (its first sends may have been lost: ARP not
+        // yet answered, a port not yet up). Poll now, not at the wake time computed for the
+        // idle state: otherwise both sides could wait for each other until a packet arrives.
+        next_wake_ = 0;
         ++work;
       }
     }

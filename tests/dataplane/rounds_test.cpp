@@ -43,7 +43,7 @@ class LossyHandler final : public PacketHandler {
     rte_mbuf* keep[512];
     uint16_t k = 0;
     for (uint16_t i = 0; i < n; ++i) {
-      if (rng_.chance(loss_)) {
+      if (drop_round_data(pkts[i]) || rng_.chance(loss_)) {
         rte_pktmbuf_free(pkts[i]);
         ++dropped;
       } else {
@@ -55,8 +55,21 @@ class LossyHandler final : public PacketHandler {
   unsigned on_poll_st(EngineIo& io, uint64_t now) override { return inner_.on_poll_st(io, now); }
   void on_stop_st(EngineIo& io) override { inner_.on_stop_st(io); }
   uint64_t dropped = 0;
+  // Lose the first `drop_count` DATA frames of round `drop_round` (0: off).
+  uint32_t drop_round = 0, drop_count = 0;
 
  private:
+  bool drop_round_data(rte_mbuf* m) {
+    if (!drop_round || !drop_count) return false;
+    std::span<const uint8_t> frame(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+    auto f = wire::parse_udp_frame(frame);
+    if (!f) return false;
+    auto d = wire::parse_data(wire::frame_payload(frame, *f));
+    if (!d || d->f.round != drop_round) return false;
+    --drop_count;
+    return true;
+  }
+
   PacketHandler& inner_;
   double loss_;
   Rng rng_;
@@ -226,6 +239,24 @@ TEST(GatewayRounds, ThreeSitesGetExactlyTheMeanEveryRound) {
   }
   tb.shutdown();
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
+}
+
+TEST(GatewayRounds, FirstTransmissionsOfARoundLostEverywhere) {
+  // Every site loses the first 150 DATA frames of round 2 (a burst outage right at a round
+  // start): the round must recover by retransmission alone, exactly, without a timeout.
+  Testbed tb("f", 0.0, 2, 64 * 1024);
+  for (auto& s : tb.sites) {
+    s.lossy->drop_round = 2;
+    s.lossy->drop_count = 150;  // the first transmissions of round 2, then some retransmissions
+  }
+  ASSERT_TRUE(tb.run(std::chrono::seconds(60)));
+  for (auto& s : tb.sites) {
+    EXPECT_EQ(s.job->counters().rounds.get(), 2u);
+    EXPECT_EQ(s.job->counters().timeouts.get(), 0u);
+    EXPECT_EQ(s.job->counters().values_exact.get(), s.job->counters().values_checked.get());
+  }
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool));
 }
 
 TEST(GatewayRounds, TwoQueuesHandTheJobToEngineZero) {
