@@ -107,6 +107,11 @@ TEST(EngineSmoke, ForwardedPacketsComeOutCountedAndPoolsRefill) {
       }
       received += n;
     }
+    // Traffic has stopped: the engine must start backing off (bounded wait, not a race with
+    // how fast the packets went through).
+    const auto idle_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (engine.counters().idle_sleeps.get() == 0 && std::chrono::steady_clock::now() < idle_deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     stop.store(true);
     rte_eal_wait_lcore(worker);
     EXPECT_EQ(received, kPackets);
