@@ -19,6 +19,7 @@ void DeliveryRateController::reset(Nanos now, uint32_t mss) {
   inflight_ = 0;
   round_lost_ = round_acked_ = round_lost_pkts_ = round_acked_pkts_ = 0;
   overloads_ = 0;
+  app_limited_round_ = false;
 }
 
 double DeliveryRateController::gain() const {
@@ -58,10 +59,14 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
     bw_slot_ = (bw_slot_ + 1) % kBwRounds;
     bw_rounds_[bw_slot_] = 0;
   }
-  if (ev.delivery_rate > 0) bw_rounds_[bw_slot_] = std::max(bw_rounds_[bw_slot_], ev.delivery_rate);
+  // An app-limited sample (a streaming sender waiting for upstream chunks) measures the
+  // application, not the path: it may raise the estimate but never lower it (BBR's rule).
+  if (ev.delivery_rate > 0 && (!ev.app_limited || ev.delivery_rate >= btlbw_))
+    bw_rounds_[bw_slot_] = std::max(bw_rounds_[bw_slot_], ev.delivery_rate);
+  if (round_start) app_limited_round_ = ev.app_limited;
   btlbw_ = *std::max_element(bw_rounds_.begin(), bw_rounds_.end());
 
-  if (mode_ == Mode::kStartup && round_start && btlbw_ > 0) {
+  if (mode_ == Mode::kStartup && round_start && btlbw_ > 0 && !app_limited_round_) {
     if (btlbw_ >= full_bw_ * 1.25) {
       full_bw_ = btlbw_;
       full_bw_count_ = 0;

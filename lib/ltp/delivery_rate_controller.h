@@ -72,6 +72,7 @@ class DeliveryRateController final : public RateController {
   uint64_t inflight_ = 0;
   uint64_t round_lost_ = 0, round_acked_ = 0, round_lost_pkts_ = 0, round_acked_pkts_ = 0;
   uint64_t overloads_ = 0;
+  bool app_limited_round_ = false;  // the sample opening this round was app-limited: no startup exit
 
  public:
   uint64_t overloads() const { return overloads_; }

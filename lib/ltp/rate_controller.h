@@ -19,6 +19,7 @@ struct AckEvent {
   Nanos srtt = 0;
   Nanos min_rtt = 0;
   Nanos newest_acked_send = 0;     // send time of the newest chunk this ACK covers
+  bool app_limited = false;        // that chunk left while the sender had nothing more to send
 };
 
 struct LossEvent {

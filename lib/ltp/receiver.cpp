@@ -221,6 +221,9 @@ void Receiver::on_data(const wire::DataMsg& m, size_t msg_len, Nanos now, Receiv
   const bool retx = (f.flags & wire::kFlagRetransmit) != 0;
   sink.on_sample({f.src_node, f.path_id, static_cast<uint32_t>(msg_len), now, rtt, retx});
   t->last_arrival = now;
+  // Once any DATA says the sender has released everything, it stays so (reordering may bring
+  // an older partial one later).
+  t->sender_partial = t->sender_partial && (f.flags & wire::kFlagPartial) != 0;
   t->last_path = f.path_id;
   t->last_send_ts = f.send_ts;
 
@@ -379,7 +382,9 @@ Nanos Receiver::poll(Nanos now, ReceiverSink& sink, PacketSink& tx) {
       continue;
     }
     Nanos due = std::min(t.ack_due, t.last_arrival + cfg_.abandon_after);
-    if (ec.enabled && !t.reliable) {
+    // A streaming sender still waiting for its own inputs is not stalled: Early Close and the
+    // fall-back test start once it has released every chunk.
+    if (ec.enabled && !t.reliable && !t.sender_partial) {
       const Nanos quiet = early_.quiet(srtt_, t.gap);
       if (now - t.last_progress < quiet) {
         due = std::min(due, t.last_progress + quiet);

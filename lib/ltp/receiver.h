@@ -112,6 +112,7 @@ class Receiver {
     uint16_t contributors = 1;
     CodecId codec = CodecId::kF32;
     bool reliable = false;       // fell back: close only when complete
+    bool sender_partial = true;  // every DATA so far had kFlagPartial: no Early Close yet
     uint64_t last_send_ts = 0;   // of the newest DATA, echoed in ACKs
     Nanos opened = 0;
     Nanos last_arrival = 0;

@@ -28,9 +28,17 @@ bool Sender::start(const TransferSpec& spec, Nanos now) {
   spec_ = spec;
   count_ = static_cast<uint32_t>(count);
   std::fill(chunks_.begin(), chunks_.begin() + count_, Chunk{});
-  for (uint32_t i = 0; i < count_; ++i) order_[i] = i;
-  if (cfg_.shuffle) {
-    for (uint32_t i = count_ - 1; i > 0; --i) std::swap(order_[i], order_[rng_.below(i + 1)]);
+  if (spec.streaming) {
+    released_ = 0;  // release() appends to order_ in release order
+  } else {
+    for (uint32_t i = 0; i < count_; ++i) {
+      order_[i] = i;
+      chunks_[i].released = true;
+    }
+    if (cfg_.shuffle) {
+      for (uint32_t i = count_ - 1; i > 0; --i) std::swap(order_[i], order_[rng_.below(i + 1)]);
+    }
+    released_ = count_;
   }
   fifo_head_ = fifo_len_ = 0;
   retx_head_ = retx_len_ = 0;
@@ -64,6 +72,17 @@ bool Sender::start(const TransferSpec& spec, Nanos now) {
   ld_ = rc_.loss_detection();
   state_ = SenderState::kRunning;
   return true;
+}
+
+void Sender::release(uint32_t i, Nanos now) {
+  if (state_ != SenderState::kRunning || i >= count_ || chunks_[i].released) return;
+  chunks_[i].released = true;
+  order_[released_++] = i;
+  if (inflight_ == 0) last_progress_ = std::max(last_progress_, now);
+}
+
+void Sender::release_all(Nanos now) {
+  for (uint32_t i = 0; i < count_ && released_ < count_; ++i) release(i, now);
 }
 
 uint32_t Sender::chunk_bytes(uint32_t i) const { return static_cast<uint32_t>(payload(i).size() + sizeof(wire::DataHeader)); }
@@ -112,7 +131,8 @@ void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {
   f.chunk_count = count_;
   f.contributors = spec_.contributors;
   f.codec = spec_.codec;
-  f.flags = static_cast<uint8_t>((retx ? wire::kFlagRetransmit : 0) | (cfg_.auth_tag ? wire::kFlagAuthTag : 0));
+  f.flags = static_cast<uint8_t>((retx ? wire::kFlagRetransmit : 0) | (cfg_.auth_tag ? wire::kFlagAuthTag : 0) |
+                                 (released_ < count_ ? wire::kFlagPartial : 0));
   f.send_ts = static_cast<uint64_t>(now);
   f.echo_ts = echo_;
   if (!wire::build_data_header(hdr_, f, static_cast<uint16_t>(pl.size()))) return;
@@ -127,6 +147,7 @@ void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {
   c.tx_seq = ++tx_seq_;
   c.delivered_at_send = delivered_;
   c.delivered_time_at_send = delivered_time_;
+  c.app_limited = released_ < count_ && next_unsent_ >= released_ && retx_len_ == 0;
   fifo_[(fifo_head_ + fifo_len_) % fifo_.size()] = Flight{i, c.tx_seq};
   ++fifo_len_;
   ++stats_.data_sent;
@@ -261,6 +282,7 @@ void Sender::on_ack(const wire::AckMsg& m, Nanos now) {
     rack_xmit_ = std::max(rack_xmit_, n.sent);
     ev.prior_delivered = n.delivered_at_send;
     ev.newest_acked_send = n.sent;
+    ev.app_limited = n.app_limited;
     const Nanos elapsed = now - n.delivered_time_at_send;
     if (elapsed > 0) ev.delivery_rate = static_cast<double>(delivered_ - n.delivered_at_send) * 1e9 / static_cast<double>(elapsed);
     delivered_time_ = now;
@@ -365,7 +387,7 @@ Nanos Sender::poll(Nanos now, PacketSink& tx) {
       --retx_len_;
     }
     const bool have_retx = retx_len_ > 0;
-    if (!have_retx && next_unsent_ >= count_) break;
+    if (!have_retx && next_unsent_ >= released_) break;
     const uint32_t i = have_retx ? retx_[retx_head_] : order_[next_unsent_];
     if (inflight_ > 0 && inflight_ + chunk_bytes(i) > cwnd) break;  // an ACK will wake us
     if (rate > 0 && next_send_ > now) {

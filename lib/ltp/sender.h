@@ -49,6 +49,10 @@ struct TransferSpec {
   CodecId codec = CodecId::kF32;
   uint32_t chunk_size = 1400;
   std::span<const uint8_t> data;
+  // Streaming (chunk-pipelined forwarding): chunk i may be sent only after release(i), so a
+  // gateway forwards each chunk as soon as its own inputs for it are complete. The data
+  // span must be sized for the whole transfer; a chunk's bytes must be final when released.
+  bool streaming = false;
 };
 
 enum class SenderState : uint8_t {
@@ -81,6 +85,12 @@ class Sender {
   // Begins a transfer. False (nothing changes) if one is running, the spec is empty or it
   // has more than max_chunks chunks.
   bool start(const TransferSpec& spec, Nanos now);
+
+  // Streaming transfers: makes chunk i (or every chunk) sendable. Repeats are ignored.
+  // Counts as progress: waiting for upstream data is not the peer's silence.
+  void release(uint32_t i, Nanos now);
+  void release_all(Nanos now);
+  uint32_t released() const { return released_; }
 
   // ACK, CLOSE or REJECT from the peer. Anything else is counted and ignored.
   void on_packet(std::span<const uint8_t> msg, Nanos now);
@@ -118,6 +128,8 @@ class Sender {
     Nanos delivered_time_at_send = 0;
     uint8_t state = kUnsent;
     bool retransmitted = false;
+    bool released = false;
+    bool app_limited = false;  // sent with nothing else released to send: rate sample understates
   };
   struct Flight {
     uint32_t chunk;
@@ -146,6 +158,7 @@ class Sender {
   uint32_t close_kept_ = 0;
   uint32_t count_ = 0;
   uint32_t next_unsent_ = 0;
+  uint32_t released_ = 0;  // order_[0, released_) may be sent; all of them unless streaming
   uint32_t acked_ = 0;
   uint32_t cum_ = 0;  // every chunk below is acked
   std::vector<Chunk> chunks_;

@@ -17,6 +17,14 @@ struct SiteSync::Out {
   int shard = -1;
   int peer = -1;  // plan index
   bool started = false;
+  bool dirty = false;
+  // Up sends with a codec: encoded chunks (fixed stride, the last may be shorter) and the
+  // error-feedback residual of this link's partial sums.
+  CodecId codec = CodecId::kF32;
+  float topk_ratio = 0.01f;
+  size_t stride = 0;
+  std::vector<uint8_t> enc;
+  std::vector<float> residual;
 };
 
 struct SiteSync::Shard {
@@ -27,9 +35,19 @@ struct SiteSync::Shard {
   uint32_t subtree = 1;        // sites whose gradients this site's sum holds
   size_t first = 0, floats = 0;
   std::unique_ptr<agg::Accumulator> acc;
+  std::vector<uint16_t> up_seen;   // per chunk: children whose copy arrived or was given up
+  std::vector<uint8_t> down_have;  // per chunk: result known (arrived, filled, or computed)
+  uint32_t up_ready = 0, down_ready = 0;
   uint32_t children_done = 0;
   bool up_done = false;
   bool down_done = false;
+  bool down_started = false;
+  // Down codec of this round (chosen by the root, forwarded unchanged below it): the bytes
+  // every child gets, so all sites decode the same values.
+  CodecId down_codec = CodecId::kF32;
+  size_t down_stride = 0;
+  std::vector<uint8_t> down_enc;
+  std::vector<float> down_residual;  // root only: error feedback of the encoded means
 };
 
 namespace {
@@ -43,9 +61,32 @@ std::span<const uint8_t> as_bytes(std::span<const float> f) {
   return {reinterpret_cast<const uint8_t*>(f.data()), f.size() * sizeof(float)};
 }
 
+// Compression ladder position, for "the strongest of these codecs".
+int strength(CodecId c) {
+  switch (c) {
+    case CodecId::kF32: return 0;
+    case CodecId::kF16:
+    case CodecId::kBf16: return 1;
+    case CodecId::kInt8: return 2;
+    case CodecId::kTopK: return 3;
+  }
+  return 0;
+}
+
+// Bytes of a transfer of `floats` values in chunks of `cf` floats with a fixed-size codec.
+size_t encoded_total(CodecId codec, size_t floats, size_t cf, float ratio) {
+  size_t total = 0;
+  for (size_t off = 0; off < floats; off += cf) {
+    const size_t n = std::min(cf, floats - off);
+    total += compress::encoded_size(codec, n, codec == CodecId::kTopK ? compress::topk_count(n, ratio) : 0);
+  }
+  return total;
+}
+
 }  // namespace
 
-SiteSync::SiteSync(const SyncConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {
+SiteSync::SiteSync(const SyncConfig& cfg)
+    : cfg_(cfg), links_(cfg.site_nodes.size()), encoder_(std::max<size_t>(cfg.chunk_bytes / 4, 1)), rng_(cfg.seed) {
   for (size_t i = 0; i < cfg_.site_nodes.size(); ++i)
     if (cfg_.site_nodes[i] == cfg_.self_node) self_ = static_cast<int>(i);
 }
@@ -56,6 +97,40 @@ int SiteSync::index_of(uint16_t node) const {
   for (size_t i = 0; i < cfg_.site_nodes.size(); ++i)
     if (cfg_.site_nodes[i] == node) return static_cast<int>(i);
   return -1;
+}
+
+bool SiteSync::set_link_codec(int peer, CodecId codec, float topk_ratio) {
+  if (running_ || peer < 0 || peer >= static_cast<int>(links_.size()) || peer == self_) return false;
+  if (!codec_id_valid(static_cast<uint8_t>(codec))) return false;
+  if (codec != CodecId::kF32 && !cfg_.wire_compression) return false;
+  if (codec == CodecId::kTopK && !(topk_ratio > 0.0f && topk_ratio <= 0.5f)) return false;
+  links_[peer] = {codec, topk_ratio};
+  size_buffers();
+  return true;
+}
+
+// Encode buffers and residuals exist only for links that compress (a 1 GB model would
+// otherwise carry several GB of idle residuals), sized once and kept.
+void SiteSync::size_buffers() {
+  if (!have_plan_ || !cfg_.wire_compression) return;
+  const size_t cf = cfg_.chunk_bytes / 4;
+  for (auto& o : outs_) {
+    const Shard& sh = shards_[o->shard];
+    if (o->peer != sh.parent) continue;  // down sends use the shard's buffer
+    if (links_[o->peer].codec == CodecId::kF32) continue;
+    const size_t need = sh.acc->chunk_count() * (4 * cf + compress::kTopKHeaderBytes);
+    if (o->enc.size() < need) o->enc.resize(need);
+    if (o->residual.size() != sh.floats) o->residual.assign(sh.floats, 0.0f);
+  }
+  for (auto& sh : shards_) {
+    if (sh.children.empty()) continue;
+    bool any = sh.parent >= 0;  // below the root, forwarding may need the root's bytes
+    for (int c : sh.children) any |= links_[c].codec != CodecId::kF32;
+    if (!any) continue;
+    const size_t need = sh.acc->chunk_count() * 4 * cf;
+    if (sh.down_enc.size() < need) sh.down_enc.resize(need);
+    if (sh.parent < 0 && sh.down_residual.size() != sh.floats) sh.down_residual.assign(sh.floats, 0.0f);
+  }
 }
 
 bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
@@ -83,6 +158,8 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
     sh.first = tree.byte_begin / 4;
     sh.floats = tree.bytes() / 4;
     sh.acc = std::make_unique<agg::Accumulator>(sh.floats, chunk_floats);
+    sh.up_seen.assign(sh.acc->chunk_count(), 0);
+    sh.down_have.assign(sh.acc->chunk_count(), 0);
     max_chunks = std::max(max_chunks, sh.acc->chunk_count());
     incoming += static_cast<uint32_t>(sh.children.size()) + (sh.parent >= 0 ? 1 : 0);
     auto add_out = [&](int peer) {
@@ -129,6 +206,7 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
   receiver_ = std::move(receiver);
   result_.assign(plan.model_bytes / 4, 0.0f);
   have_plan_ = true;
+  size_buffers();
   return true;
 }
 
@@ -146,25 +224,179 @@ bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos n
   local_ = local;
   pending_up_.clear();
   pending_down_.clear();
+  dirty_.clear();
   // Closes what is left of earlier rounds; their callbacks are ignored (round mismatch).
   receiver_->begin_round(cfg_.job, round, policy_, now, *this, tx);
-  for (auto& o : outs_) o->started = false;
+  for (auto& o : outs_) o->started = o->dirty = false;
+  const size_t cf = cfg_.chunk_bytes / 4;
   for (size_t s = 0; s < shards_.size(); ++s) {
     Shard& sh = shards_[s];
     sh.acc->reset();
+    std::fill(sh.up_seen.begin(), sh.up_seen.end(), 0);
+    std::fill(sh.down_have.begin(), sh.down_have.end(), 0);
+    sh.up_ready = sh.down_ready = 0;
     sh.children_done = 0;
-    sh.up_done = sh.down_done = false;
+    sh.up_done = sh.down_done = sh.down_started = false;
     // Our own contribution goes in first, one contributor per chunk.
     const auto mine = local.subspan(sh.first, sh.floats);
-    const size_t cf = cfg_.chunk_bytes / 4;
     for (uint32_t c = 0; c < sh.acc->chunk_count(); ++c) {
       const size_t off = c * cf;
       sh.acc->add(c, as_bytes(mine.subspan(off, std::min(cf, sh.floats - off))), 1);
     }
-    if (sh.children.empty()) pending_up_.push_back(static_cast<int>(s));
+    // The up transfer starts now and streams chunks as they complete.
+    if (sh.parent >= 0) {
+      Out& o = *outs_[sh.up_out];
+      const Link& l = links_[sh.parent];
+      o.codec = o.enc.empty() ? CodecId::kF32 : l.codec;
+      o.topk_ratio = l.topk_ratio;
+      if (o.codec == CodecId::kF32) {
+        start_out(sh.up_out, o.codec, as_bytes(sh.acc->values()), cfg_.chunk_bytes, static_cast<uint16_t>(sh.subtree), now);
+      } else {
+        const size_t n0 = std::min(cf, sh.floats);
+        o.stride = compress::encoded_size(o.codec, n0, o.codec == CodecId::kTopK ? compress::topk_count(n0, o.topk_ratio) : 0);
+        const size_t total = encoded_total(o.codec, sh.floats, cf, o.topk_ratio);
+        start_out(sh.up_out, o.codec, std::span<const uint8_t>(o.enc).first(total), static_cast<uint32_t>(o.stride),
+                  static_cast<uint16_t>(sh.subtree), now);
+      }
+    } else {
+      // The root picks the down codec: the strongest its links to this shard's children use.
+      CodecId dc = CodecId::kF32;
+      for (int c : sh.children)
+        if (strength(links_[c].codec) > strength(dc)) dc = links_[c].codec;
+      if (dc == CodecId::kTopK) dc = CodecId::kInt8;
+      if (sh.down_residual.empty()) dc = CodecId::kF32;
+      start_down(static_cast<int>(s), dc, now);
+    }
+    if (sh.children.empty())
+      for (uint32_t c = 0; c < sh.acc->chunk_count(); ++c) up_chunk_ready(static_cast<int>(s), c);
   }
   advance(now, tx);
   return true;
+}
+
+bool SiteSync::start_out(int oi, CodecId codec, std::span<const uint8_t> data, uint32_t chunk_size,
+                         uint16_t contributors, Nanos now) {
+  Out& o = *outs_[oi];
+  ltp::TransferSpec spec;
+  spec.job = cfg_.job;
+  spec.round = round_;
+  spec.policy_version = policy_;
+  spec.shard = static_cast<uint16_t>(o.shard);
+  spec.contributors = contributors;
+  spec.codec = codec;
+  spec.chunk_size = chunk_size;
+  spec.data = data;
+  spec.streaming = true;
+  o.started = o.sender->start(spec, now);
+  return o.started;
+}
+
+// Down senders of shard s to every child, carrying `codec` (the root's choice).
+void SiteSync::start_down(int s, CodecId codec, Nanos now) {
+  Shard& sh = shards_[s];
+  if (sh.down_started) return;
+  sh.down_started = true;
+  const size_t cf = cfg_.chunk_bytes / 4;
+  if (codec != CodecId::kF32 && sh.down_enc.empty()) codec = CodecId::kF32;  // no buffer: forward decoded
+  sh.down_codec = codec;
+  sh.down_stride = compress::encoded_size(codec, std::min(cf, sh.floats));
+  const uint16_t contributors = static_cast<uint16_t>(sh.parent < 0 ? sh.subtree : plan_.num_sites);
+  for (size_t k = 0; k < sh.children.size(); ++k) {
+    if (codec == CodecId::kF32) {
+      start_out(sh.child_out[k], codec, as_bytes(std::span<const float>(result_range(s))), cfg_.chunk_bytes, contributors, now);
+    } else {
+      const size_t total = encoded_total(codec, sh.floats, cf, 0);
+      start_out(sh.child_out[k], codec, std::span<const uint8_t>(sh.down_enc).first(total),
+                static_cast<uint32_t>(sh.down_stride), contributors, now);
+    }
+  }
+}
+
+void SiteSync::release(int oi, uint32_t c) {
+  Out& o = *outs_[oi];
+  if (!o.started) return;
+  o.sender->release(c, now_);
+  if (!o.dirty) {
+    o.dirty = true;
+    dirty_.push_back(oi);
+  }
+}
+
+// Chunk c of shard s holds every contribution it will get: scale, then send it on.
+void SiteSync::up_chunk_ready(int s, uint32_t c) {
+  Shard& sh = shards_[s];
+  // Chunks some contributors are missing from are scaled to the subtree's full count, so
+  // the mean at the root averages what arrived instead of counting bubbles as zeros.
+  const uint32_t have = sh.acc->contributors(c);
+  auto vals = sh.acc->chunk_data(c);
+  if (have > 0 && have < sh.subtree) {
+    const float k = static_cast<float>(sh.subtree) / static_cast<float>(have);
+    for (float& v : vals) v *= k;
+  }
+  const size_t cf = cfg_.chunk_bytes / 4;
+  const size_t off = static_cast<size_t>(c) * cf;
+  if (sh.parent >= 0) {
+    Out& o = *outs_[sh.up_out];
+    if (o.codec != CodecId::kF32 && o.started) {
+      auto out = std::span<uint8_t>(o.enc).subspan(c * o.stride);
+      auto res = std::span<float>(o.residual).subspan(off, vals.size());
+      if (encoder_.encode(o.codec, vals, out, res, o.topk_ratio).err == compress::CodecError::kOk)
+        ++stats_.encoded_chunks;
+    }
+    release(sh.up_out, c);
+  } else {
+    auto out = result_range(s).subspan(off, vals.size());
+    const float inv = 1.0f / static_cast<float>(sh.subtree);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = vals[i] * inv;
+    if (sh.down_codec != CodecId::kF32) {
+      // Encode once for the whole tree; our own result is what everyone else decodes.
+      auto enc = std::span<uint8_t>(sh.down_enc).subspan(c * sh.down_stride);
+      auto res = std::span<float>(sh.down_residual).subspan(off, out.size());
+      auto r = encoder_.encode(sh.down_codec, out, enc, res);
+      if (r.err == compress::CodecError::kOk) {
+        compress::decode(sh.down_codec, enc.first(r.bytes), out);
+        ++stats_.encoded_chunks;
+      }
+    }
+    down_chunk_ready(s, c);
+  }
+  if (++sh.up_ready == sh.acc->chunk_count()) {
+    sh.up_done = true;
+    if (sh.parent < 0) sh.down_done = true;
+  }
+}
+
+// Result chunk c of shard s is final here: pass it to the children.
+void SiteSync::down_chunk_ready(int s, uint32_t c) {
+  Shard& sh = shards_[s];
+  if (sh.down_have[c]) return;
+  sh.down_have[c] = 1;
+  ++sh.down_ready;
+  for (int oi : sh.child_out) release(oi, c);
+}
+
+// Chunk c never came from the parent: this site's own values (or zeros, or the previous
+// round's), forwarded in the shard's down codec so children still get every chunk.
+void SiteSync::fill_down(int s, uint32_t c) {
+  Shard& sh = shards_[s];
+  if (sh.down_have[c]) return;
+  const size_t cf = cfg_.chunk_bytes / 4;
+  const size_t off = static_cast<size_t>(c) * cf;
+  auto out = result_range(s).subspan(off, std::min(cf, sh.floats - off));
+  switch (cfg_.down_fill) {
+    case ltp::FillRule::kZero: std::fill(out.begin(), out.end(), 0.0f); break;
+    case ltp::FillRule::kLocal: {
+      auto mine = local_.subspan(sh.first + off, out.size());
+      std::copy(mine.begin(), mine.end(), out.begin());
+      break;
+    }
+    case ltp::FillRule::kPrevious: break;  // result_ still holds the previous round's values
+  }
+  if (sh.down_started && sh.down_codec != CodecId::kF32) {
+    auto enc = std::span<uint8_t>(sh.down_enc).subspan(c * sh.down_stride);
+    encoder_.encode(sh.down_codec, out, enc);
+  }
+  down_chunk_ready(s, c);
 }
 
 void SiteSync::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) {
@@ -172,23 +404,45 @@ void SiteSync::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload
     ++stats_.bad_chunks;
     return;
   }
-  Shard& sh = shards_[c.key.shard];
+  const int s = c.key.shard;
+  Shard& sh = shards_[s];
   const int src = index_of(c.key.src_node);
   if (src < 0 || c.chunk_count != sh.acc->chunk_count()) {
     ++stats_.bad_chunks;
     return;
   }
   if (std::find(sh.children.begin(), sh.children.end(), src) != sh.children.end()) {
-    if (sh.up_done || compress::add_encoded(*sh.acc, c.chunk_index, c.codec, payload, c.contributors) !=
-                          compress::CodecError::kOk)
+    if (sh.up_seen[c.chunk_index] >= sh.children.size()) {  // already complete (timeout): late
       ++stats_.bad_chunks;
+      return;
+    }
+    if (compress::add_encoded(*sh.acc, c.chunk_index, c.codec, payload, c.contributors) != compress::CodecError::kOk)
+      ++stats_.bad_chunks;  // counts as absent: the rescale covers it
+    if (++sh.up_seen[c.chunk_index] == sh.children.size()) up_chunk_ready(s, c.chunk_index);
     return;
   }
-  if (src == sh.parent && !sh.down_done) {
+  if (src == sh.parent && !sh.down_have[c.chunk_index]) {
     const size_t cf = cfg_.chunk_bytes / 4;
     const size_t off = static_cast<size_t>(c.chunk_index) * cf;
-    auto out = result_range(c.key.shard).subspan(off, std::min(cf, sh.floats - off));
-    if (compress::decode(c.codec, payload, out) != compress::CodecError::kOk) ++stats_.bad_chunks;
+    auto out = result_range(s).subspan(off, std::min(cf, sh.floats - off));
+    // The children get the root's bytes as they are; a codec we cannot forward (none of ours
+    // sends one) is decoded and forwarded re-encoded in the shard's codec.
+    CodecId fwd = c.codec;
+    if (fwd == CodecId::kTopK || (fwd != CodecId::kF32 && sh.down_enc.empty())) fwd = CodecId::kF32;
+    start_down(s, fwd, now_);
+    if (compress::decode(c.codec, payload, out) != compress::CodecError::kOk) {
+      ++stats_.bad_chunks;
+      fill_down(s, c.chunk_index);
+      return;
+    }
+    if (sh.down_codec != CodecId::kF32) {
+      auto enc = std::span<uint8_t>(sh.down_enc).subspan(c.chunk_index * sh.down_stride);
+      if (c.codec == sh.down_codec && payload.size() <= enc.size())
+        std::copy(payload.begin(), payload.end(), enc.begin());
+      else
+        encoder_.encode(sh.down_codec, out, enc);
+    }
+    down_chunk_ready(s, c.chunk_index);
     return;
   }
   ++stats_.bad_chunks;
@@ -196,25 +450,18 @@ void SiteSync::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload
 
 void SiteSync::on_bubble(const ltp::ChunkRef& c, ltp::FillRule) {
   if (!running_ || c.key.round != round_ || c.key.shard >= shards_.size()) return;
-  Shard& sh = shards_[c.key.shard];
+  const int s = c.key.shard;
+  Shard& sh = shards_[s];
+  if (c.chunk_index >= sh.acc->chunk_count()) return;
   const int src = index_of(c.key.src_node);
   if (src >= 0 && src == sh.parent) {
     ++stats_.down_bubbles;
-    const size_t cf = cfg_.chunk_bytes / 4;
-    const size_t off = static_cast<size_t>(c.chunk_index) * cf;
-    if (off >= sh.floats) return;
-    auto out = result_range(c.key.shard).subspan(off, std::min(cf, sh.floats - off));
-    switch (cfg_.down_fill) {
-      case ltp::FillRule::kZero: std::fill(out.begin(), out.end(), 0.0f); break;
-      case ltp::FillRule::kLocal: {
-        auto mine = local_.subspan(sh.first + off, out.size());
-        std::copy(mine.begin(), mine.end(), out.begin());
-        break;
-      }
-      case ltp::FillRule::kPrevious: break;  // result_ still holds the previous round's values
-    }
-  } else {
+    start_down(s, CodecId::kF32, now_);  // nothing arrived to say the root's codec
+    fill_down(s, c.chunk_index);
+  } else if (src >= 0 && std::find(sh.children.begin(), sh.children.end(), src) != sh.children.end()) {
     ++stats_.up_bubbles;  // absent contributor: the chunk's count says so, the rescale handles it
+    if (sh.up_seen[c.chunk_index] < sh.children.size() && ++sh.up_seen[c.chunk_index] == sh.children.size())
+      up_chunk_ready(s, c.chunk_index);
   }
 }
 
@@ -235,73 +482,46 @@ void SiteSync::on_sample(const ltp::ArrivalSample& s) {
   if (samples_) samples_->on_sample(s);
 }
 
-void SiteSync::send(int s, int peer, std::span<const float> data, uint16_t contributors, Nanos now,
-                    ltp::PacketSink& tx) {
-  Shard& sh = shards_[s];
-  int oi = sh.up_out;
-  for (size_t k = 0; k < sh.children.size(); ++k)
-    if (sh.children[k] == peer) oi = sh.child_out[k];
-  Out& o = *outs_[oi];
-  ltp::TransferSpec spec;
-  spec.job = cfg_.job;
-  spec.round = round_;
-  spec.policy_version = policy_;
-  spec.shard = static_cast<uint16_t>(s);
-  spec.contributors = contributors;
-  spec.codec = CodecId::kF32;
-  spec.chunk_size = cfg_.chunk_bytes;
-  spec.data = as_bytes(data);
-  if (o.sender->start(spec, now)) {
-    o.started = true;
-    o.sender->poll(now, tx);
-  }
-}
-
-void SiteSync::up_complete(int s, Nanos now, ltp::PacketSink& tx) {
+// Every child's transfer ended (or the round timed out): chunks still short of a copy are
+// complete with what they have.
+void SiteSync::up_complete(int s) {
   Shard& sh = shards_[s];
   if (sh.up_done) return;
-  sh.up_done = true;
-  // Chunks some contributors are missing from are scaled to the subtree's full count, so
-  // the mean at the root averages what arrived instead of counting bubbles as zeros.
   for (uint32_t c = 0; c < sh.acc->chunk_count(); ++c) {
-    const uint32_t have = sh.acc->contributors(c);
-    if (have > 0 && have < sh.subtree) {
-      const float k = static_cast<float>(sh.subtree) / static_cast<float>(have);
-      for (float& v : sh.acc->chunk_data(c)) v *= k;
-    }
-  }
-  if (sh.parent < 0) {
-    const float inv = 1.0f / static_cast<float>(sh.subtree);
-    auto vals = sh.acc->values();
-    auto out = result_range(s);
-    for (size_t i = 0; i < out.size(); ++i) out[i] = vals[i] * inv;
-    sh.down_done = true;
-    for (int c : sh.children) send(s, c, result_range(s), static_cast<uint16_t>(sh.subtree), now, tx);
-  } else {
-    send(s, sh.parent, sh.acc->values(), static_cast<uint16_t>(sh.subtree), now, tx);
+    if (sh.up_seen[c] >= sh.children.size()) continue;
+    sh.up_seen[c] = static_cast<uint16_t>(sh.children.size());
+    up_chunk_ready(s, c);
   }
 }
 
-void SiteSync::down_complete(int s, Nanos now, ltp::PacketSink& tx) {
+// The parent's transfer ended: anything it did not deliver is filled.
+void SiteSync::down_complete(int s) {
   Shard& sh = shards_[s];
   if (sh.down_done) return;
+  start_down(s, CodecId::kF32, now_);
+  for (uint32_t c = 0; c < sh.acc->chunk_count(); ++c) fill_down(s, c);
   sh.down_done = true;
-  for (int c : sh.children) send(s, c, result_range(s), plan_.num_sites, now, tx);
 }
 
 void SiteSync::advance(Nanos now, ltp::PacketSink& tx) {
-  // Phase completions found inside receiver callbacks start sends here, where tx is at hand.
+  // Phase completions found inside receiver callbacks are handled here, where tx is at hand.
   while (!pending_up_.empty() || !pending_down_.empty()) {
     if (!pending_up_.empty()) {
       const int s = pending_up_.back();
       pending_up_.pop_back();
-      up_complete(s, now, tx);
+      up_complete(s);
     } else {
       const int s = pending_down_.back();
       pending_down_.pop_back();
-      down_complete(s, now, tx);
+      down_complete(s);
     }
   }
+  for (size_t i = 0; i < dirty_.size(); ++i) {
+    Out& o = *outs_[dirty_[i]];
+    o.dirty = false;
+    if (o.started && !o.sender->done()) o.sender->poll(now, tx);
+  }
+  dirty_.clear();
   finish_round_if_done(now);
 }
 
@@ -367,26 +587,23 @@ Nanos SiteSync::poll(Nanos now, ltp::PacketSink& tx) {
     if (o->started && !o->sender->done()) next = std::min(next, o->sender->poll(now, tx));
   advance(now, tx);
   if (running_ && now - started_ >= cfg_.round_timeout) {
-    // Give up on whoever did not deliver: absent contributors going up, own values going down.
+    // Give up on whoever did not deliver: absent contributors going up, fills going down.
     ++stats_.timeouts;
     for (size_t s = 0; s < shards_.size(); ++s) {
-      Shard& sh = shards_[s];
-      if (!sh.up_done) up_complete(static_cast<int>(s), now, tx);
-      if (!sh.down_done) {
-        auto out = result_range(static_cast<int>(s));
-        auto mine = local_.subspan(sh.first, sh.floats);
-        std::copy(mine.begin(), mine.end(), out.begin());
-        sh.down_done = true;
-      }
+      up_complete(static_cast<int>(s));
+      down_complete(static_cast<int>(s));
     }
+    dirty_.clear();
+    for (auto& o : outs_) o->dirty = false;
     // Senders still trying are abandoned: fresh ones for the next round.
+    uint32_t max_chunks = 1;
+    for (const auto& sh : shards_) max_chunks = std::max(max_chunks, sh.acc->chunk_count());
     for (auto& o : outs_) {
       if (!o->started || o->sender->done()) continue;
       ltp::SenderConfig sc = cfg_.sender;
       sc.local_node = cfg_.self_node;
       sc.peer_node = cfg_.site_nodes[o->peer];
-      sc.max_chunks = shards_[o->shard].acc->chunk_count();
-      for (const auto& sh : shards_) sc.max_chunks = std::max(sc.max_chunks, sh.acc->chunk_count());
+      sc.max_chunks = max_chunks;
       o->rc = make_controller(cfg_.reliable_baseline);
       o->sender = std::make_unique<ltp::Sender>(sc, *o->rc, rng_);
       o->started = false;

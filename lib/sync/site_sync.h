@@ -1,29 +1,42 @@
 // One site's part of a gradient all-reduce round over the WAN: the state machine every
 // gateway engine runs (and the simulator runs unchanged for many sites).
 //
-// For each shard of the policy's Plan, a tree names a root and each site's parent:
+// For each shard of the policy's Plan, a tree names a root and each site's parent. Work is
+// chunk by chunk, so a shard streams through the tree instead of being stored and forwarded
+// whole at every hop (a tree of depth d costs ~one shard time plus d chunk times, not d shard
+// times):
 //   up    a site adds its children's chunks to its own (SIMD, straight from the packet
-//         payload) and, once every child's transfer has ended (complete or Early Close),
-//         sends the shard's sum to its parent over LTP;
-//   root  the root turns the sum into the mean and sends it down;
-//   down  a site takes its parent's mean as the round's result and forwards it to its
-//         children.
+//         payload); chunk c goes on to the parent as soon as every child's copy of c arrived
+//         (or was given up: Early Close, bubble), on a streaming LTP transfer started at the
+//         round's beginning (ltp::TransferSpec::streaming);
+//   root  turns each complete chunk into the mean and sends it down at once;
+//   down  a site takes its parent's chunk as the round's result and forwards it to its
+//         children as it arrives.
 // The round is done at this site when every shard has its result and every transfer it
-// sent has ended. Shards are independent, so different shards pipeline through the tree.
+// sent has ended. Shards are independent, so different shards pipeline too.
+//
+// Compression on the wire (NetSenseML). set_link_codec() names the codec for a link (the
+// owner decides it per round from the link's measurements). Going up, each sender encodes
+// its partial sum with error feedback (per-link residual: what the codec dropped is added to
+// the next round's). Going down, every site must end with the same model update, so the root
+// alone encodes each mean chunk (with its own residual), takes the decoded value as its own
+// result, and every site below forwards the root's bytes unchanged. The down codec is the
+// strongest of the root's links to its children in that shard, and never top-k (a sparse
+// mean would move most weights by nothing; the fixed-size codecs keep every coordinate).
 //
 // Bubbles. A chunk that did not arrive going up contributes nothing and its contributor
-// count says so; before forwarding, a shard's chunks are rescaled to the full count of the
-// subtree (sum * expected / present), so the root's mean is the mean of the contributions
-// that arrived, never biased towards zero. A chunk missing going down is filled by
-// `down_fill` (default: this site's own gradient, so training still steps).
+// count says so; before forwarding, a chunk is rescaled to the full count of the subtree
+// (sum * expected / present), so the root's mean is the mean of the contributions that
+// arrived, never biased towards zero. A chunk missing going down is filled by `down_fill`
+// (default: this site's own gradient, so training still steps) and forwarded as filled.
 //
 // Dead peers. A round that has not finished `round_timeout` after it began is completed
-// with what arrived: missing up-transfers count as absent contributors, missing down-
-// transfers are filled like bubbles. Counted in stats().timeouts.
+// with what arrived: missing up-chunks count as absent contributors, missing down-chunks
+// are filled like bubbles. Counted in stats().timeouts.
 //
 // Time is passed in; packets come in as LTP messages (byte spans) and leave through an
-// ltp::PacketSink. Owner: one engine. Memory is sized in set_plan (control time), never on
-// the packet path.
+// ltp::PacketSink. Owner: one engine. Memory is sized in set_plan / set_link_codec
+// (control time, at a round boundary), never on the packet path.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +45,7 @@
 #include <vector>
 
 #include "aggregate/accumulator.h"
+#include "compress/encoder.h"
 #include "common/rng.h"
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
@@ -49,6 +63,10 @@ struct SyncConfig {
   bool reliable_baseline = false;      // AIMD controller and no Early Close: the TCP-like baseline
   ltp::FillRule down_fill = ltp::FillRule::kLocal;
   Nanos round_timeout = 30 * kSecond;
+  // This site may compress (set_link_codec) and forwards the root's compressed bytes as they
+  // came. Off: no encode buffers (they cost up to one model size); compressed chunks from a
+  // parent are then forwarded decoded, as f32, which every child decodes to the same values.
+  bool wire_compression = false;
   uint64_t seed = 1;
 };
 
@@ -63,6 +81,7 @@ struct SyncStats {
   uint64_t stray_acks = 0;       // ACK/CLOSE for no running transfer of ours
   uint64_t bytes_sent = 0;       // LTP DATA payload bytes, first sends and retransmits
   uint64_t retransmits = 0;
+  uint64_t encoded_chunks = 0;   // chunks sent compressed (up: per link; down: at the root)
 };
 
 // Per DATA arrival, for the passive throughput estimator (control thread, lib/measure).
@@ -80,6 +99,14 @@ class SiteSync final : private ltp::ReceiverSink {
   // Installs the plan used from the next begin_round on. Validates it against the config
   // (sites, chunk size); false with nothing changed if it does not fit. Allocates.
   bool set_plan(const topo::Plan& plan, uint32_t policy_version);
+
+  // The codec for DATA this site sends to plan site `peer` from the next begin_round on
+  // (kF32: none; anything else needs SyncConfig::wire_compression). top-k keeps
+  // `topk_ratio` of each chunk's values. Allocates the encode
+  // buffers and the error-feedback residuals the first time a link compresses. False if
+  // peer or ratio is out of range.
+  bool set_link_codec(int peer, CodecId codec, float topk_ratio = 0.01f);
+  CodecId link_codec(int peer) const { return peer >= 0 && peer < static_cast<int>(links_.size()) ? links_[peer].codec : CodecId::kF32; }
 
   // Starts `round` with this site's contribution (`local` must hold plan.model_bytes / 4
   // floats and stay valid until round_done()). False if a round is still running or no plan.
@@ -117,10 +144,21 @@ class SiteSync final : private ltp::ReceiverSink {
   void on_transfer_end(const ltp::TransferSummary& s) override;
   void on_sample(const ltp::ArrivalSample& s) override;
 
-  void up_complete(int s, Nanos now, ltp::PacketSink& tx);
-  void down_complete(int s, Nanos now, ltp::PacketSink& tx);
-  void send(int s, int peer_index, std::span<const float> data, uint16_t contributors, Nanos now,
-            ltp::PacketSink& tx);
+  struct Link {
+    CodecId codec = CodecId::kF32;
+    float topk_ratio = 0.01f;
+  };
+
+  void size_buffers();
+  bool start_out(int oi, CodecId codec, std::span<const uint8_t> data, uint32_t chunk_size, uint16_t contributors,
+                 Nanos now);
+  void start_down(int s, CodecId codec, Nanos now);
+  void release(int oi, uint32_t c);
+  void up_chunk_ready(int s, uint32_t c);
+  void down_chunk_ready(int s, uint32_t c);
+  void fill_down(int s, uint32_t c);
+  void up_complete(int s);
+  void down_complete(int s);
   void advance(Nanos now, ltp::PacketSink& tx);
   void finish_round_if_done(Nanos now);
   std::span<float> result_range(int s);
@@ -134,6 +172,9 @@ class SiteSync final : private ltp::ReceiverSink {
   std::vector<Shard> shards_;
   std::vector<std::unique_ptr<Out>> outs_;
   std::vector<float> result_;
+  std::vector<Link> links_;        // per plan site: codec of DATA we send there
+  compress::Encoder encoder_;
+  std::vector<int> dirty_;         // outs with newly released chunks, polled in advance()
   std::span<const float> local_;
   Rng rng_;
   SampleSink* samples_ = nullptr;

@@ -31,7 +31,10 @@ enum class MsgType : uint8_t {
 inline constexpr uint8_t kFlagRetransmit = 0x01;  // DATA: not the first transmission of this chunk
 inline constexpr uint8_t kFlagAuthTag = 0x02;     // a kAuthTagLen AEAD tag follows the payload
 inline constexpr uint8_t kFlagMore = 0x04;        // CLOSE: more bitmap parts follow
-inline constexpr uint8_t kKnownFlags = kFlagRetransmit | kFlagAuthTag | kFlagMore;
+// DATA: the sender has not yet released every chunk of the transfer (it forwards chunks as
+// its own inputs complete), so a quiet transfer is waiting upstream, not lost: no Early Close.
+inline constexpr uint8_t kFlagPartial = 0x08;
+inline constexpr uint8_t kKnownFlags = kFlagRetransmit | kFlagAuthTag | kFlagMore | kFlagPartial;
 
 // AEAD tag (e.g. AES-GCM) after the payload; the header is the associated data. Space is
 // reserved and length-checked now; computing it is a later issue.

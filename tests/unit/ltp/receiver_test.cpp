@@ -297,6 +297,34 @@ TEST_F(ReceiverTest, EarlyCloseFillsBubblesOnceStalledAboveThreshold) {
   EXPECT_TRUE((close->bitmap[49 / 8] >> (49 % 8)) & 1);
 }
 
+TEST_F(ReceiverTest, StreamingSenderIsNotClosedEarlyWhileItSaysMoreIsComing) {
+  ReceiverConfig c;
+  c.early_close.initial_loss = 0.04;  // threshold 0.98
+  make(c);
+  auto partial = [](uint32_t i) {
+    auto f = fields(i, 100);
+    f.flags = wire::kFlagPartial;
+    return f;
+  };
+  for (uint32_t i = 0; i < 99; ++i) feed(data(partial(i)));
+  now_ += 400 * kMilli;  // far past the quiet time: a whole-transfer sender would be closed
+  rx_->poll(now_, sink_, tx_);
+  EXPECT_TRUE(sink_.ends.empty()) << "upstream is still feeding the sender";
+  EXPECT_EQ(rx_->stats().fallbacks, 0u);
+  // A retransmission of an old chunk without the flag: the sender has released everything.
+  auto f = fields(5, 100);
+  f.flags = wire::kFlagRetransmit;
+  feed(data(f));
+  // A reordered, older partial copy does not undo that.
+  feed(data(partial(6)));
+  const Nanos quiet = EarlyClose(c.early_close).quiet(rx_->srtt(), 0);
+  now_ += quiet + 1;
+  rx_->poll(now_, sink_, tx_);
+  ASSERT_EQ(sink_.ends.size(), 1u);
+  EXPECT_EQ(sink_.ends[0].reason, CloseReason::kEarlyClose);
+  EXPECT_EQ(sink_.bubbles, std::vector<uint32_t>{99});
+}
+
 TEST_F(ReceiverTest, BelowThresholdWaitsAndPastTheBoundFallsBackToReliable) {
   for (uint32_t i = 0; i < 80; ++i) feed(data(fields(i, 100)));
   now_ += 600 * kMilli;  // well past any quiet time

@@ -20,7 +20,7 @@ constexpr uint16_t kMe = 7, kPeer = 99;
 
 class SenderTest : public ::testing::Test {
  protected:
-  void start(uint32_t chunks, SenderConfig cfg = {}) {
+  void start(uint32_t chunks, SenderConfig cfg = {}, bool streaming = false) {
     cfg.local_node = kMe;
     cfg.peer_node = kPeer;
     data_.assign(static_cast<size_t>(chunks) * 100, 0);
@@ -34,6 +34,7 @@ class SenderTest : public ::testing::Test {
     s.contributors = 5;
     s.chunk_size = 100;
     s.data = data_;
+    s.streaming = streaming;
     ASSERT_TRUE(tx_->start(s, now_));
   }
   std::vector<uint8_t> ack(uint32_t cum, std::vector<uint32_t> sacked, uint64_t echo, uint32_t round = 2) {
@@ -85,6 +86,45 @@ TEST_F(SenderTest, FirstFlightIsTheInitialWindowWithCorrectHeaders) {
     EXPECT_EQ(d[i].f.flags & wire::kFlagRetransmit, 0);
     EXPECT_TRUE(std::equal(d[i].payload.begin(), d[i].payload.end(), data_.begin() + i * 100));
   }
+}
+
+TEST_F(SenderTest, StreamingSendsOnlyReleasedChunksAndSaysMoreIsComing) {
+  start(20, {}, /*streaming=*/true);
+  tx_->poll(now_, cap_);
+  EXPECT_TRUE(cap_.pkts.empty()) << "nothing released, nothing sent";
+  tx_->release(7, now_);
+  tx_->release(3, now_);
+  tx_->release(7, now_);  // repeat: ignored
+  EXPECT_EQ(tx_->released(), 2u);
+  tx_->poll(now_, cap_);
+  auto d = sent_data();
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].f.chunk_index, 7u) << "release order is send order";
+  EXPECT_EQ(d[1].f.chunk_index, 3u);
+  for (const auto& m : d) EXPECT_TRUE(m.f.flags & wire::kFlagPartial);
+  EXPECT_TRUE(std::equal(d[0].payload.begin(), d[0].payload.end(), data_.begin() + 700));
+
+  // Waiting for upstream data is not the peer's silence: no give-up while chunks trickle in.
+  std::vector<uint32_t> released{3, 7};
+  for (uint32_t i = 0; i < 20; ++i) {
+    if (i == 3 || i == 7) continue;
+    now_ += 2 * kSecond;  // 40 s in all, give_up_after is 10 s
+    tx_->on_packet(ack(0, released, 0), now_);
+    tx_->release(i, now_);
+    released.push_back(i);
+    tx_->poll(now_, cap_);
+    ASSERT_FALSE(tx_->done()) << "chunk " << i;
+  }
+  d = sent_data();
+  EXPECT_FALSE(d.back().f.flags & wire::kFlagPartial) << "everything released: the last chunk says so";
+  tx_->on_packet(ack(20, {}, 0), now_);
+  EXPECT_EQ(tx_->state(), SenderState::kAcked);
+}
+
+TEST_F(SenderTest, WholeTransferNeverSetsThePartialFlag) {
+  start(12);
+  tx_->poll(now_, cap_);
+  for (const auto& m : sent_data()) EXPECT_FALSE(m.f.flags & wire::kFlagPartial);
 }
 
 TEST_F(SenderTest, ChunksSpreadOverPathsByWeight) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <memory>
@@ -47,6 +48,7 @@ class Net {
 
   void enqueue(int src, int dst, std::vector<uint8_t> b) {
     ++sent_;
+    bytes_ += b.size();
     if (dead_.count(dst) || rng_.chance(loss_)) return;
     // Per directed link: 1 Gbit/s serialisation, then the propagation delay.
     Nanos& free_at = link_free_[{src, dst}];
@@ -60,7 +62,7 @@ class Net {
   Nanos delay_;
   double loss_;
   Rng rng_;
-  uint64_t seq_ = 0, sent_ = 0;
+  uint64_t seq_ = 0, sent_ = 0, bytes_ = 0;
   std::set<int> dead_;
   std::map<std::pair<int, int>, Nanos> link_free_;
   std::priority_queue<Packet, std::vector<Packet>, std::greater<>> q_;
@@ -101,9 +103,10 @@ struct Cluster {
   std::vector<std::unique_ptr<SiteSync>> sites;
   std::vector<std::vector<float>> local;
 
-  Cluster(int n, uint64_t model_bytes, int shards, Nanos delay, double loss, uint64_t seed, bool reliable = false)
+  Cluster(int n, uint64_t model_bytes, int shards, Nanos delay, double loss, uint64_t seed, bool reliable = false,
+          const topo::Plan* given = nullptr, bool compression = false)
       : net(n, delay, loss, seed) {
-    const topo::Plan plan = make_plan(n, model_bytes, shards);
+    const topo::Plan plan = given ? *given : make_plan(n, model_bytes, shards);
     EXPECT_EQ(topo::validate(plan), topo::PlanError::kOk);
     for (int i = 0; i < n; ++i) {
       SyncConfig c;
@@ -113,6 +116,7 @@ struct Cluster {
       c.reliable_baseline = reliable;
       c.round_timeout = 20 * kSecond;
       c.seed = seed + i;
+      c.wire_compression = compression;
       ports.push_back(std::make_unique<Net::Port>(net, i));
       sites.push_back(std::make_unique<SiteSync>(c));
       EXPECT_TRUE(sites.back()->set_plan(plan, 1));
@@ -237,6 +241,115 @@ TEST(SiteSync, DeadSiteDoesNotHangTheOthers) {
   // Star rooted at 0 over sites {0,1}: the mean of the two that contributed.
   auto r = c.sites[0]->result();
   for (size_t k = 0; k < r.size(); ++k) ASSERT_NEAR(r[k], 0.5 * (c.local[0][k] + c.local[1][k]), 1e-5);
+}
+
+// One shard down a chain 0 -> 1 -> ... -> n-1 (root). Store-and-forward would cost a full
+// shard time per hop, twice; chunk-by-chunk forwarding overlaps the hops.
+TEST(SiteSync, ChainForwardsChunkByChunk) {
+  const int n = 5;
+  const uint64_t bytes = 4u << 20;
+  topo::Plan p;
+  p.num_sites = n;
+  p.model_bytes = bytes;
+  topo::ShardTree t;
+  t.root = n - 1;
+  t.byte_end = bytes;
+  t.parent.assign(n, topo::kNoSite);
+  for (int v = 0; v < n - 1; ++v) t.parent[v] = static_cast<topo::SiteId>(v + 1);
+  p.shards.push_back(t);
+  Cluster c(n, bytes, 1, 1 * kMilli, 0.0, 11, false, &p);
+  c.fill_round(1);
+  const Nanos start = c.net.now_;
+  ASSERT_TRUE(c.run_round(1, 20 * kSecond));
+  const double took = static_cast<double>(c.net.now_ - start);
+  const double hop = bytes * 8.0;  // ns per hop at 1 bit/ns
+  const double store_and_forward = 2.0 * (n - 1) * hop;
+  std::printf("chain round %.1f ms, store-and-forward bound %.1f ms\n", took / 1e6, store_and_forward / 1e6);
+  EXPECT_LT(took, 0.5 * store_and_forward) << "round " << took / 1e6 << " ms, store-and-forward " << store_and_forward / 1e6;
+  const auto m = c.mean();
+  for (int i = 0; i < n; ++i) {
+    auto r = c.sites[i]->result();
+    for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(r[k], m[k], 1e-5 * (1 + std::abs(m[k]))) << "site " << i;
+  }
+}
+
+// Compressed links: far fewer bytes, every site ends with bit-identical results (the root
+// encodes the mean once; sites below forward its bytes), close to the exact mean.
+TEST(SiteSync, CompressedLinksShrinkTrafficAndKeepSitesIdentical) {
+  for (CodecId codec : {CodecId::kBf16, CodecId::kInt8, CodecId::kTopK}) {
+    const int n = 4;
+    Cluster plain(n, 3 * 40000, 3, 2 * kMilli, 0.0, 21);
+    Cluster comp(n, 3 * 40000, 3, 2 * kMilli, 0.0, 21, false, nullptr, true);
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < n; ++k)
+        if (k != i) ASSERT_TRUE(comp.sites[i]->set_link_codec(k, codec, 0.25f));
+    plain.fill_round(1);
+    comp.fill_round(1);
+    ASSERT_TRUE(plain.run_round(1, 10 * kSecond));
+    ASSERT_TRUE(comp.run_round(1, 10 * kSecond));
+    EXPECT_LT(comp.net.bytes_, 0.6 * plain.net.bytes_) << codec_name(codec);
+    const auto m = comp.mean();
+    double err = 0, scale = 0;
+    for (int i = 0; i < n; ++i) {
+      auto r = comp.sites[i]->result();
+      EXPECT_EQ(0, std::memcmp(r.data(), comp.sites[0]->result().data(), r.size_bytes()))
+          << codec_name(codec) << ": site " << i << " differs from site 0";
+      EXPECT_GT(comp.sites[i]->stats().encoded_chunks, 0u);
+    }
+    auto r = comp.sites[0]->result();
+    for (size_t k = 0; k < m.size(); ++k) {
+      err += std::abs(r[k] - m[k]);
+      scale += std::abs(m[k]);
+    }
+    // bf16 ~0.4% relative; int8 ~1%; top-k keeps a quarter going up (the rest is fed back).
+    const double bound = codec == CodecId::kBf16 ? 0.01 : codec == CodecId::kInt8 ? 0.03 : 0.9;
+    EXPECT_LT(err / scale, bound) << codec_name(codec);
+  }
+}
+
+// Error feedback: what top-k drops going up arrives in later rounds, so the average of the
+// results over many rounds of the same gradients converges to their mean.
+TEST(SiteSync, TopKErrorFeedbackDeliversWhatItDelays) {
+  const int n = 3;
+  Cluster c(n, 2 * 4096, 2, 1 * kMilli, 0.0, 5, false, nullptr, true);
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < n; ++k)
+      if (k != i) ASSERT_TRUE(c.sites[i]->set_link_codec(k, CodecId::kTopK, 0.1f));
+  c.fill_round(1);
+  const auto m = c.mean();
+  std::vector<double> sum(m.size(), 0.0);
+  const int rounds = 40;
+  for (int r = 1; r <= rounds; ++r) {
+    ASSERT_TRUE(c.run_round(r, 10 * kSecond));
+    auto res = c.sites[1]->result();
+    for (size_t k = 0; k < m.size(); ++k) sum[k] += res[k];
+  }
+  double err = 0, scale = 0, first = 0;
+  auto once = c.sites[1]->result();
+  for (size_t k = 0; k < m.size(); ++k) {
+    err += std::abs(sum[k] / rounds - m[k]);
+    scale += std::abs(m[k]);
+    first += std::abs(once[k] - m[k]);
+  }
+  EXPECT_LT(err / scale, 0.15) << "averaged over " << rounds << " rounds";
+  EXPECT_GT(first / scale, 0.3) << "a single top-k 10% round is far off: the average is what converges";
+}
+
+TEST(SiteSync, LinkCodecNeedsWireCompressionAndValidArguments) {
+  SyncConfig cfg;
+  cfg.self_node = 1;
+  cfg.site_nodes = {1, 2};
+  SiteSync off(cfg);
+  EXPECT_FALSE(off.set_link_codec(1, CodecId::kInt8)) << "wire_compression is off";
+  EXPECT_TRUE(off.set_link_codec(1, CodecId::kF32));
+  cfg.wire_compression = true;
+  SiteSync on(cfg);
+  EXPECT_TRUE(on.set_link_codec(1, CodecId::kInt8));
+  EXPECT_EQ(on.link_codec(1), CodecId::kInt8);
+  EXPECT_FALSE(on.set_link_codec(0, CodecId::kInt8)) << "self";
+  EXPECT_FALSE(on.set_link_codec(2, CodecId::kInt8)) << "no such site";
+  EXPECT_FALSE(on.set_link_codec(1, CodecId::kTopK, 0.0f)) << "ratio 0";
+  EXPECT_FALSE(on.set_link_codec(1, static_cast<CodecId>(9))) << "unknown codec";
 }
 
 TEST(SiteSync, RejectsPlansThatDoNotFit) {
