@@ -1,45 +1,34 @@
 #include "policy/messages.h"
 
-#include <cstring>
 #include <limits>
 
-#include "common/endian.h"
+#include "common/byte_io.h"
 
 namespace sg::policy {
 namespace {
 
-class Writer {
+// Adds the message's two compound fields to the plain byte streams.
+class Writer : public ByteWriter {
  public:
-  explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
-  void u8(uint8_t v) { out_.push_back(v); }
-  template <typename T>
-  void be(T v) {
-    BigEndian<T> f(v);
-    const auto* p = reinterpret_cast<const uint8_t*>(&f);
-    out_.insert(out_.end(), p, p + sizeof f);
-  }
+  using ByteWriter::ByteWriter;
   void round(Round r) { be<uint64_t>(static_cast<uint64_t>(r + 1)); }
   void blob(const std::vector<uint8_t>& b) {
     be<uint32_t>(static_cast<uint32_t>(b.size()));
-    out_.insert(out_.end(), b.begin(), b.end());
+    bytes(b);
   }
-
- private:
-  std::vector<uint8_t>& out_;
 };
 
-class Reader {
+// The first error wins: an overrun reads as kTruncated, a bad value as what fail() was given.
+class Reader : public ByteReader {
  public:
-  explicit Reader(std::span<const uint8_t> b) : b_(b) {}
-  MsgError err = MsgError::kOk;
-  size_t left() const { return b_.size() - pos_; }
-  uint8_t u8() { return take(1) ? b_[pos_ - 1] : 0; }
-  template <typename T>
-  T be() {
-    if (!take(sizeof(T))) return 0;
-    BigEndian<T> f;
-    std::memcpy(&f, b_.data() + pos_ - sizeof(T), sizeof(T));
-    return f.load();
+  using ByteReader::ByteReader;
+  MsgError err() const {
+    if (err_ != MsgError::kOk) return err_;
+    return overrun() ? MsgError::kTruncated : MsgError::kOk;
+  }
+  void fail(MsgError e) {
+    if (err() == MsgError::kOk) err_ = e;
+    ByteReader::fail();
   }
   Round round() {
     const uint64_t raw = be<uint64_t>();
@@ -51,28 +40,14 @@ class Reader {
   }
   void blob(std::vector<uint8_t>& out) {
     const uint32_t len = be<uint32_t>();
-    if (err != MsgError::kOk) return;
+    if (!ok()) return;
     if (len > kMaxPlanBytes) return fail(MsgError::kPlanTooLarge);
-    if (len > left()) return fail(MsgError::kTruncated);
-    out.assign(b_.data() + pos_, b_.data() + pos_ + len);
-    pos_ += len;
-  }
-  void fail(MsgError e) {
-    if (err == MsgError::kOk) err = e;
+    const std::span<const uint8_t> b = bytes(len);
+    out.assign(b.begin(), b.end());
   }
 
  private:
-  bool take(size_t k) {
-    if (err != MsgError::kOk) return false;
-    if (left() < k) {
-      fail(MsgError::kTruncated);
-      return false;
-    }
-    pos_ += k;
-    return true;
-  }
-  std::span<const uint8_t> b_;
-  size_t pos_ = 0;
+  MsgError err_ = MsgError::kOk;
 };
 
 constexpr uint8_t kSynced = 1, kHasPrev = 2, kHasActive = 4, kHasNext = 8;
@@ -156,7 +131,7 @@ MsgError decode(std::span<const uint8_t> bytes, Message& m) {
   m.attempt = r.be<uint64_t>();
   m.round = r.round();
   m.status = r.u8();
-  if (r.err != MsgError::kOk) return r.err;
+  if (r.err() != MsgError::kOk) return r.err();
   if (m.type == MsgType::kPrepared && m.status > 1) return MsgError::kBadStatus;
   if (m.type == MsgType::kDecide && m.status > static_cast<uint8_t>(Decision::kAbort)) return MsgError::kBadStatus;
   if (m.type == MsgType::kPropose) r.blob(m.plan);
@@ -175,13 +150,13 @@ MsgError decode(std::span<const uint8_t> bytes, Message& m) {
       p.attempt = r.be<uint64_t>();
       p.switch_round = r.round();
       const uint8_t d = r.u8();
-      if (r.err == MsgError::kOk && d > static_cast<uint8_t>(Decision::kAbort)) return MsgError::kBadStatus;
+      if (r.err() == MsgError::kOk && d > static_cast<uint8_t>(Decision::kAbort)) return MsgError::kBadStatus;
       p.decision = static_cast<Decision>(d);
       r.blob(p.plan);
       s.next = std::move(p);
     }
   }
-  if (r.err != MsgError::kOk) return r.err;
+  if (r.err() != MsgError::kOk) return r.err();
   if (r.left() != 0) return MsgError::kTrailingBytes;
   return MsgError::kOk;
 }

@@ -1,8 +1,6 @@
 #include "topology/plan_codec.h"
 
-#include <cstring>
-
-#include "common/endian.h"
+#include "common/byte_io.h"
 
 namespace sg::topo {
 namespace {
@@ -12,52 +10,6 @@ constexpr size_t kShardFixed = 2 + 8;
 constexpr size_t kSplitFixed = 2 + 2 + 2 + 1;
 constexpr size_t kRelayBytes = 2 + 2;
 constexpr size_t kCodecBytes = 2 + 2 + 1;
-
-class Writer {
- public:
-  explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
-  void u8(uint8_t v) { out_.push_back(v); }
-  template <typename T>
-  void be(T v) {
-    BigEndian<T> f(v);
-    const auto* p = reinterpret_cast<const uint8_t*>(&f);
-    out_.insert(out_.end(), p, p + sizeof f);
-  }
-
- private:
-  std::vector<uint8_t>& out_;
-};
-
-// Every read checks the remaining length first; a failed read latches `ok = false`.
-class Reader {
- public:
-  explicit Reader(std::span<const uint8_t> b) : b_(b) {}
-  bool ok = true;
-  size_t left() const { return b_.size() - pos_; }
-  uint8_t u8() {
-    if (!take(1)) return 0;
-    return b_[pos_ - 1];
-  }
-  template <typename T>
-  T be() {
-    if (!take(sizeof(T))) return 0;
-    BigEndian<T> f;
-    std::memcpy(&f, b_.data() + pos_ - sizeof(T), sizeof(T));
-    return f.load();
-  }
-
- private:
-  bool take(size_t k) {
-    if (!ok || left() < k) {
-      ok = false;
-      return false;
-    }
-    pos_ += k;
-    return true;
-  }
-  std::span<const uint8_t> b_;
-  size_t pos_ = 0;
-};
 
 }  // namespace
 
@@ -72,7 +24,7 @@ size_t encoded_size(const Plan& plan) {
 PlanError encode(const Plan& plan, std::vector<uint8_t>& out) {
   if (PlanError e = validate(plan); e != PlanError::kOk) return e;
   out.reserve(out.size() + encoded_size(plan));
-  Writer w(out);
+  ByteWriter w(out);
   for (uint8_t m : kMagic) w.u8(m);
   w.u8(kPlanFormat);
   w.u8(0);
@@ -105,7 +57,7 @@ PlanError encode(const Plan& plan, std::vector<uint8_t>& out) {
 }
 
 PlanError decode(std::span<const uint8_t> bytes, Plan& plan) {
-  Reader r(bytes);
+  ByteReader r(bytes);
   if (bytes.size() < kPlanHeaderBytes) return PlanError::kTruncated;
   for (uint8_t m : kMagic)
     if (r.u8() != m) return PlanError::kBadMagic;
@@ -139,7 +91,7 @@ PlanError decode(std::span<const uint8_t> bytes, Plan& plan) {
     s.to = r.be<uint16_t>();
     s.direct_weight = r.be<uint16_t>();
     const size_t k = r.u8();
-    if (!r.ok) return PlanError::kTruncated;
+    if (!r.ok()) return PlanError::kTruncated;
     if (k > kMaxRelays) return PlanError::kBadSplit;
     if (k * kRelayBytes > r.left()) return PlanError::kTruncated;
     s.relays.resize(k);
@@ -153,10 +105,10 @@ PlanError decode(std::span<const uint8_t> bytes, Plan& plan) {
     c.from = r.be<uint16_t>();
     c.to = r.be<uint16_t>();
     const uint8_t raw = r.u8();
-    if (r.ok && !codec_id_valid(raw)) return PlanError::kBadCodec;
+    if (r.ok() && !codec_id_valid(raw)) return PlanError::kBadCodec;
     c.codec = static_cast<CodecId>(raw);
   }
-  if (!r.ok) return PlanError::kTruncated;
+  if (!r.ok()) return PlanError::kTruncated;
   if (r.left() != 0) return PlanError::kTrailingBytes;
   // A shard whose end precedes its begin would wrap in bytes(); validate() rejects it.
   return validate(plan);
