@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "bench_common.h"
-#include "random_nets.h"
 #include "topology/baselines.h"
 #include "topology/chunk_sim.h"
 #include "topology/fapt.h"
 #include "topology/multipath.h"
 #include "topology/round_time.h"
+#include "topology/testing/random_net.h"
 
 using namespace sg;
 using namespace sg::topo;
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   for (int n = 4; n <= 6; ++n) {
     std::vector<double> g, ms;
     for (int k = 0; k < per_n_exact; ++k) {
-      const Network net = bench::random_wan(n, rng);
+      const Network net = testing::random_net(n, rng);
       const double t0 = bench::now_seconds();
       const double te = T(net, plan_exact(net, model, trees));
       ms.push_back((bench::now_seconds() - t0) * 1e3);
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   for (int n : {4, 6, 8, 12, 16, 24, 32}) {
     std::vector<double> a, b, c, d, e, ours_t;
     for (int k = 0; k < per_n; ++k) {
-      const Network net = bench::random_wan(n, rng);
+      const Network net = testing::random_net(n, rng);
       const Plan ours_tree = plan_fapt(net, model, trees);
       Plan ours = ours_tree;
       add_multipath(net, ours, opt.max_relays, chunk);
@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   std::vector<double> s_ns_sim;
   for (int n : {4, 6, 8}) {
     for (int k = 0; k < (quick ? 3 : 10); ++k) {
-      const Network net = bench::random_wan(n, rng);
+      const Network net = testing::random_net(n, rng);
       const Plan ours = plan_fapt(net, model, opt);
       Plan ns = netstorm_rule_best(net, model, opt.max_shards, chunk);
       add_multipath(net, ns, opt.max_relays, chunk);
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   std::vector<double> ms64, cpu64;
   const int reps64 = quick ? 3 : 10;
   for (int k = 0; k < reps64; ++k) {
-    const Network net = bench::random_wan(64, rng);
+    const Network net = testing::random_net(64, rng);
     const double t0 = bench::now_seconds(), c0 = cpu_ms();
     const Plan p = plan_fapt(net, model, opt);
     ms64.push_back((bench::now_seconds() - t0) * 1e3);

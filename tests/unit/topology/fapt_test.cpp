@@ -4,9 +4,9 @@
 
 #include <set>
 
-#include "test_nets.h"
 #include "topology/baselines.h"
 #include "topology/round_time.h"
+#include "topology/testing/random_net.h"
 
 namespace sg::topo {
 namespace {

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
-#include "test_nets.h"
 #include "topology/chunk_sim.h"
 #include "topology/fapt.h"
 #include "topology/multipath.h"
+#include "topology/testing/random_net.h"
 #include "topology/trees.h"
 
 namespace sg::topo {

@@ -1,5 +1,5 @@
-// Random heterogeneous WAN instances for the topology benchmarks: per site pair a base
-// throughput log-uniform in [50 Mbit/s, 10 Gbit/s], each direction 0.5..1 x the base, RTT uniform 5..150 ms, aggregation 2..20 GB/s.
+// Random heterogeneous networks for the topology tests and benchmarks (seeded, reproducible).
+// Header-only and not part of sg_topology: only tests/ and perf/ include it.
 #pragma once
 
 #include <cmath>
@@ -7,10 +7,12 @@
 #include "common/rng.h"
 #include "topology/network.h"
 
-namespace sg::bench {
+namespace sg::topo::testing {
 
-inline topo::Network random_wan(int n, Rng& rng) {
-  topo::Network net = topo::Network::uniform(n, 1, 0, 1);
+// Per pair a base throughput log-uniform in [50 Mbit/s, 10 Gbit/s], each direction
+// 0.5..1 x base; RTT 5..150 ms; aggregation 2..20 GB/s.
+inline Network random_net(int n, Rng& rng) {
+  Network net = Network::uniform(n, 1, 0, 1);
   const double lo = std::log(50e6 / 8), hi = std::log(10e9 / 8);
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j) {
@@ -24,4 +26,4 @@ inline topo::Network random_wan(int n, Rng& rng) {
   return net;
 }
 
-}  // namespace sg::bench
+}  // namespace sg::topo::testing
