@@ -49,12 +49,7 @@ void read_port(const YAML::Node& n, const std::string& path, ErrorList& errs, Ga
   r.ipv4("ipv4", p.ipv4, true);
   r.integer("prefix_len", 1, 32, p.prefix_len);
   r.ipv4_opt("gateway", p.gateway);
-  if (r.has("vlan")) {
-    uint16_t v = 0;
-    const size_t before = errs.list().size();
-    r.integer("vlan", 1, 4094, v, true);
-    if (errs.list().size() == before) p.vlan = v;
-  }
+  r.integer_opt("vlan", 1, 4094, p.vlan);
   cfg.ports.push_back(std::move(p));
 }
 
@@ -64,18 +59,8 @@ void read_path(const YAML::Node& n, const std::string& path, ErrorList& errs, Pe
   PathConfig p;
   r.integer("id", 0, 15, p.id, true);
   r.string("port", p.port, true, 31);
-  if (r.has("via")) {
-    uint16_t v = 0;
-    const size_t before = errs.list().size();
-    r.integer("via", 1, kU16, v, true);
-    if (errs.list().size() == before) p.via = v;
-  }
-  if (r.has("udp_src_port")) {
-    uint16_t v = 0;
-    const size_t before = errs.list().size();
-    r.integer("udp_src_port", 1, kU16, v, true);
-    if (errs.list().size() == before) p.udp_src_port = v;
-  }
+  r.integer_opt("via", 1, kU16, p.via);
+  r.integer_opt("udp_src_port", 1, kU16, p.udp_src_port);
   peer.paths.push_back(std::move(p));
 }
 

@@ -47,6 +47,12 @@ class MapReader {
     int64_t v = 0;
     if (read_int(key, min, max, v, required)) out = static_cast<std::remove_reference_t<decltype(out)>>(v);
   }
+  // For a key whose absence means "unset": `out` is set only when the key is present and valid.
+  template <typename T>
+  void integer_opt(const std::string& key, int64_t min, int64_t max, std::optional<T>& out) {
+    int64_t v = 0;
+    if (read_int(key, min, max, v, false)) out = static_cast<T>(v);
+  }
   void number(const std::string& key, double min, double max, double& out, bool required = false);
   void boolean(const std::string& key, bool& out);
   void string(const std::string& key, std::string& out, bool required = false, size_t max_len = 255);
