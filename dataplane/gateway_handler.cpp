@@ -9,6 +9,7 @@
 
 #include "dataplane/job_runner.h"
 #include "dataplane/ltp_tx.h"
+#include "dataplane/path_id.h"
 #include "sync/local_group.h"
 #include "wire/arp.h"
 #include "wire/frame.h"
@@ -41,11 +42,19 @@ std::vector<PeerRoute> build_routes(const config::GatewayConfig& cfg, const std:
   std::vector<PeerRoute> routes;
   for (const auto& peer : cfg.peers) {
     for (const auto& path : peer.paths) {
-      if (path.via) continue;  // relayed paths: multipath work
+      // A relayed path is sent to the relay's gateway: its address and UDP port.
+      const config::PeerConfig* hop = &peer;
+      if (path.via) {
+        hop = nullptr;
+        for (const auto& p : cfg.peers)
+          if (p.id == *path.via && p.id != peer.id) hop = &p;
+        if (!hop || peer.id > pathid::kMaxRelayedSite) continue;
+      }
       PeerRoute r;
       r.peer_id = peer.id;
-      r.peer_ipv4 = peer.address.host_order;
-      r.peer_udp_port = peer.udp_port;
+      r.via = path.via.value_or(0);
+      r.peer_ipv4 = hop->address.host_order;
+      r.peer_udp_port = hop->udp_port;
       r.path_id = path.id;
       for (uint16_t i = 0; i < ports.size(); ++i)
         if (ports[i].name == path.port) r.port_index = i;
@@ -53,8 +62,8 @@ std::vector<PeerRoute> build_routes(const config::GatewayConfig& cfg, const std:
       const bool onlink = in_subnet(port.ipv4, r.peer_ipv4, port.prefix_len) || port.gateway == 0;
       const uint32_t nh = onlink ? r.peer_ipv4 : port.gateway;
       rte_ether_addr smac;
-      const bool has_static = onlink && peer.mac.has_value();
-      if (has_static) std::copy(peer.mac->bytes.begin(), peer.mac->bytes.end(), smac.addr_bytes);
+      const bool has_static = onlink && hop->mac.has_value();
+      if (has_static) std::copy(hop->mac->bytes.begin(), hop->mac->bytes.end(), smac.addr_bytes);
       r.nh_slot = nbrs.add_slot(nh, r.port_index, has_static ? &smac : nullptr);
       // Distinct source ports per path let ECMP in the WAN spread paths apart.
       r.src_udp_port = path.udp_src_port.value_or(static_cast<uint16_t>(cfg.transport.udp_port + 1 + path.id));
@@ -82,6 +91,14 @@ Nanos GatewayHandler::now_ns(uint64_t tsc) const {
 
 void GatewayHandler::on_stop_st(EngineIo&) {
   if (job_) job_->on_stop_st();
+  if (tx_ring_) {
+    // What engine 0 dealt to our queue and we did not send. Engine 0 must be stopped first
+    // (it is the ring's only producer), else a later enqueue stays in the ring.
+    void* objs[32];
+    unsigned n;
+    while ((n = rte_ring_sc_dequeue_burst(tx_ring_, objs, 32, nullptr)) > 0)
+      rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
+  }
   if (ctl_out_) {
     void* objs[32];
     unsigned n;
@@ -95,9 +112,9 @@ void GatewayHandler::on_stop_st(EngineIo&) {
     rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
 }
 
-int GatewayHandler::peer_index(uint32_t ipv4) const {
+int GatewayHandler::peer_index_of_node(uint16_t node) const {
   for (size_t i = 0; i < cfg_.peers.size(); ++i)
-    if (cfg_.peers[i].address.host_order == ipv4) return static_cast<int>(i);
+    if (cfg_.peers[i].id == node) return static_cast<int>(i);
   return -1;
 }
 
@@ -226,7 +243,6 @@ void GatewayHandler::handle_arp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
 
 void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t off, size_t len,
                                    const Src& src, uint64_t now_tsc) {
-  const uint32_t src_ip = src.ip;
   std::span<const uint8_t> msg(rte_pktmbuf_mtod(m, const uint8_t*) + off, len);
   auto common = wire::parse_common(msg);
   if (!common) {
@@ -239,6 +255,16 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
     io.counters().drop(Drop::kBadLtp);
     rte_pktmbuf_free(m);
     return;
+  }
+  if (common->type == wire::MsgType::kData && msg.size() >= sizeof(wire::DataHeader)) {
+    const uint16_t pid = reinterpret_cast<const wire::DataHeader*>(msg.data())->path_id.load();
+    if (pathid::is_relayed(pid)) {
+      if (pathid::destination(pid) != cfg_.site.id) {
+        relay_st(io, m, off, len, pathid::destination(pid));
+        return;
+      }
+      if (job_ || !handoff_) ltp_.relayed_rx.add();  // ours, via a relay: accepted as from src_node
+    }
   }
   if (job_ || handoff_) {
     if (common->job != cfg_.job.id) {
@@ -262,7 +288,7 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
     case wire::MsgType::kData: {
       ltp_.data_rx.add();
       ltp_.data_rx_bytes.add(msg.size() > sizeof(wire::DataHeader) ? msg.size() - sizeof(wire::DataHeader) : 0);
-      const int pi = peer_index(src_ip);
+      const int pi = peer_index_of_node(common->src_node);
       if (pi >= 0 && pi < static_cast<int>(ltp_.data_rx_from_site.size())) ltp_.data_rx_from_site[pi].add();
       break;
     }
@@ -299,6 +325,7 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
     }
     // The payload is read in place: chunks are added into the accumulators from this mbuf.
     ltp_tx_->bind_st(&io);
+    if (common->type == wire::MsgType::kAck) ltp_tx_->on_ack_st(msg, now_ns(now_tsc));
     job_->on_packet_st(msg, now_ns(now_tsc));
   } else if (common->type == wire::MsgType::kData && !wire::parse_data(msg)) {
     io.counters().drop(Drop::kBadLtp);
@@ -306,8 +333,70 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
   rte_pktmbuf_free(m);
 }
 
+void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst) {
+  std::span<const uint8_t> msg(rte_pktmbuf_mtod(m, const uint8_t*) + off, len);
+  auto d = wire::parse_data(msg);
+  // Only whole, valid DATA of our job from another job site is relayed, and only once (a relay
+  // sends on a direct route, so a frame crosses at most one relay).
+  if (!d || d->f.job != cfg_.job.id || d->f.src_node == dst || d->f.src_node == cfg_.site.id ||
+      peer_index_of_node(d->f.src_node) < 0) {
+    ltp_.relay_refused.add();
+    io.counters().drop(Drop::kLtpRefused);
+    rte_pktmbuf_free(m);
+    return;
+  }
+  const PeerRoute* r = nullptr;
+  for (const auto& x : routes_)
+    if (x.peer_id == dst && !x.via) {
+      r = &x;
+      break;
+    }
+  rte_ether_addr nh;
+  if (!r || !nbrs_.lookup(r->nh_slot, nh)) {
+    ltp_.relay_no_route.add();
+    io.counters().drop(Drop::kNoRoute);
+    rte_pktmbuf_free(m);
+    return;
+  }
+  const Port& port = ports_[r->port_index];
+  wire::UdpFrameSpec spec;
+  spec.eth = wire::EthSpec{to_wire(nh), to_wire(port.mac), wire::kEtherTypeIpv4, {}};
+  if (port.vlan) spec.eth.vlan_tci = port.vlan;
+  spec.ip.src = port.ipv4;
+  spec.ip.dst = r->peer_ipv4;
+  spec.udp = wire::UdpSpec{r->src_udp_port, r->peer_udp_port, true};
+  const size_t hr = wire::udp_frame_headroom(spec);
+  // The LTP bytes stay where they are; the new headers replace the old in front of them.
+  const size_t have = rte_pktmbuf_data_len(m);
+  if (have > off + len) rte_pktmbuf_trim(m, static_cast<uint16_t>(have - off - len));
+  const bool moved = off >= hr ? rte_pktmbuf_adj(m, static_cast<uint16_t>(off - hr)) != nullptr
+                               : rte_pktmbuf_prepend(m, static_cast<uint16_t>(hr - off)) != nullptr;
+  if (!moved || !wire::finish_udp_frame(std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*), hr + len), spec, len)) {
+    ltp_.relay_refused.add();
+    io.counters().drop(Drop::kLtpRefused);
+    rte_pktmbuf_free(m);
+    return;
+  }
+  ltp_.relay_forwarded.add();
+  ltp_.relay_forwarded_bytes.add(d->payload.size());
+  io.tx_st(r->port_index, m);
+}
+
 unsigned GatewayHandler::on_poll_st(EngineIo& io, uint64_t now_tsc) {
   unsigned work = 0;
+  if (tx_ring_) {
+    void* objs[32];
+    const unsigned n = rte_ring_sc_dequeue_burst(tx_ring_, objs, 32, nullptr);
+    for (unsigned i = 0; i < n; ++i) {
+      auto* m = static_cast<rte_mbuf*>(objs[i]);
+      if (m->hash.usr < ports_.size()) {
+        io.tx_st(static_cast<uint16_t>(m->hash.usr), m);
+      } else {
+        rte_pktmbuf_free(m);  // cannot happen: LtpTx writes a valid port index
+      }
+    }
+    work += n;
+  }
   if (job_) {
     if (handoff_) {
       void* objs[32];
@@ -378,6 +467,10 @@ unsigned GatewayHandler::push_st(EngineIo& io, uint64_t now_tsc) {
   while (next_push_tsc_ <= now_tsc && sent < 32 && skipped < routes_.size()) {
     const PeerRoute& r = routes_[next_route_];
     next_route_ = (next_route_ + 1) % routes_.size();
+    if (r.via) {  // the synthetic push does not know the relay encoding: direct paths only
+      ++skipped;
+      continue;
+    }
     // Peers whose next hop is not resolved yet are skipped until ARP answers.
     if (!nbrs_.lookup(r.nh_slot, unused)) {
       ++skipped;

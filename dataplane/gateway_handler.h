@@ -32,10 +32,20 @@ struct LtpCounters {
   Counter handoff_full;  // job packet from another engine's queue dropped: engine 0's ring was full
   Counter other_job;     // LTP for a job this gateway does not run
   Counter control_full;  // CONTROL frame dropped: the control thread's ring was full
-  std::array<Counter, 64> data_rx_from_site{};  // by peer index (first 64 peers)
+  std::array<Counter, 64> data_rx_from_site{};  // by peer index (first 64 peers), relayed included
+  // Multipath (path_id.h, spray.h).
+  Counter relayed_tx;        // DATA we sent through a relay site
+  Counter relayed_rx;        // DATA for us that came through a relay
+  Counter relay_forwarded, relay_forwarded_bytes;  // DATA we relayed for others, not aggregated
+  Counter relay_no_route;    // relayed DATA for a site we have no direct route to (or unresolved)
+  Counter relay_refused;     // relayed DATA that failed validation or came from no job site
+  Counter txq_full;          // DATA meant for another engine's TX queue sent on our own
+  std::array<Counter, 8> data_tx_queue{};  // DATA by TX queue it was dealt to
 };
 
-// One route to a peer: a direct path out of a port towards a next hop.
+// One route to a peer: a path out of a port towards a next hop. A relayed route (via != 0)
+// addresses the relay site's gateway (peer_ipv4, peer_udp_port are the relay's); the final
+// destination travels in the DATA path_id (path_id.h).
 struct PeerRoute {
   uint16_t peer_id = 0;
   uint32_t peer_ipv4 = 0;
@@ -43,11 +53,13 @@ struct PeerRoute {
   uint16_t port_index = 0;
   int nh_slot = -1;
   uint16_t src_udp_port = 0;
-  uint8_t path_id = 0;
+  uint8_t path_id = 0;   // config path id
+  uint16_t via = 0;      // relay site id; 0: direct
 };
 
-// Builds the routes (direct paths only; relayed paths come with the multipath work) and the
-// next-hop slots. Shared by every engine; built once at start-up.
+// Builds the routes (direct and relayed paths; a path via a site that is not a configured
+// peer, or to a destination id a path_id cannot name, is left out) and the next-hop slots.
+// Shared by every engine; built once at start-up.
 std::vector<PeerRoute> build_routes(const config::GatewayConfig& cfg, const std::vector<Port>& ports,
                                     Neighbours& nbrs);
 
@@ -76,6 +88,9 @@ class GatewayHandler final : public PacketHandler {
     ctl_in_ = to_control;
     ctl_out_ = from_control;
   }
+  // Engines other than 0: drain DATA engine 0 dealt to this engine's TX queue (LtpTx's
+  // SP/SC ring; each mbuf's hash.usr names its port) and send it on our own queue.
+  void attach_tx_ring(rte_ring* ring) { tx_ring_ = ring; }
   void on_stop_st(EngineIo& io) override;
 
   void on_rx_st(EngineIo& io, uint16_t port_index, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc) override;
@@ -95,10 +110,13 @@ class GatewayHandler final : public PacketHandler {
   };
   void handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t off, size_t len, const Src& src,
                      uint64_t now_tsc);
+  // Relayed DATA for another site: new headers around the same LTP bytes, out on the direct
+  // route to that site (any engine; no job state involved). Takes the mbuf.
+  void relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst);
   unsigned resolve_st(EngineIo& io, uint64_t now_tsc);
   unsigned push_st(EngineIo& io, uint64_t now_tsc);
   bool send_data_st(EngineIo& io, const PeerRoute& r, uint64_t now_tsc);
-  int peer_index(uint32_t ipv4) const;
+  int peer_index_of_node(uint16_t node) const;
 
   const config::GatewayConfig& cfg_;
   const std::vector<Port>& ports_;
@@ -117,6 +135,7 @@ class GatewayHandler final : public PacketHandler {
   JobRunner* job_ = nullptr;
   LtpTx* ltp_tx_ = nullptr;
   rte_ring* handoff_ = nullptr;
+  rte_ring* tx_ring_ = nullptr;
   rte_ring* ctl_in_ = nullptr;
   rte_ring* ctl_out_ = nullptr;
   uint64_t tsc0_ = 0;

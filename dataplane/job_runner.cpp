@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dataplane/path_id.h"
 #include "topology/baselines.h"
 #include "wire/ltp_codec.h"
 #include "topology/fapt.h"
@@ -32,7 +33,7 @@ bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::strin
   topo::PlannerOptions opt;
   opt.max_shards = cfg.topology.shards;
   opt.chunk_bytes = cfg.transport.chunk_bytes;
-  opt.multipath = false;  // relay forwarding arrives with the multipath work
+  opt.multipath = cfg.topology.multipath;
   switch (cfg.topology.planner) {
     case config::Planner::kFapt: plan = topo::plan_fapt(net, cfg.job.model_bytes, opt); break;
     case config::Planner::kStar: plan = topo::star_plan(net, cfg.job.model_bytes, cfg.transport.chunk_bytes); break;
@@ -41,7 +42,7 @@ bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::strin
       error = "topology.planner 'ring' is a simulator baseline (not a tree); the gateway runs fapt, star or blind_tree";
       return false;
   }
-  plan.splits.clear();
+  if (!cfg.topology.multipath) plan.splits.clear();
   if (topo::validate(plan) != topo::PlanError::kOk) {
     error = std::string("planner produced an invalid plan: ") + std::string(topo::plan_error_name(topo::validate(plan)));
     return false;
@@ -68,6 +69,7 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sc.seed = cfg.site.id;
   sync_ = std::make_unique<sync::SiteSync>(sc);
   sync_->set_plan(plan, policy_version);
+  tx_.sprayer().set_plan(plan, sites_, self_);
   sync_->set_sample_sink(this);
   policy_ = policy_version;
   c_.policy_version.store(policy_version);
@@ -106,7 +108,8 @@ void JobRunner::check_result() {
 }
 
 void JobRunner::on_sample(const ltp::ArrivalSample& s) {
-  if (!samples_) return;
+  // Relayed DATA measured the relay's link to us, not the sender's: it would skew that link.
+  if (!samples_ || pathid::is_relayed(s.path_id)) return;
   int from = -1;
   for (size_t i = 0; i < sites_.size(); ++i)
     if (sites_[i] == s.src_node) from = static_cast<int>(i);
@@ -126,6 +129,7 @@ void JobRunner::maybe_switch_policy_st() {
   // Switch only between rounds, and only at the round every gateway agreed on.
   if (p && p->version > policy_ && round_ + 1 >= p->from_round) {
     if (sync_->set_plan(p->plan, p->version)) {
+      tx_.sprayer().set_plan(p->plan, sites_, self_);
       policy_ = p->version;
       c_.policy_switches.add();
       c_.policy_version.store(p->version, std::memory_order_relaxed);

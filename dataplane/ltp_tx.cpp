@@ -5,10 +5,52 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dataplane/path_id.h"
 #include "sync/local_group.h"
 #include "wire/frame.h"
+#include "wire/ltp_codec.h"
 
 namespace sg::dp {
+
+LtpTx::LtpTx(const std::vector<Port>& ports, const Neighbours& nbrs, const std::vector<PeerRoute>& routes,
+             LtpCounters& c)
+    : ports_(ports), nbrs_(nbrs), routes_(routes), c_(c) {
+  for (size_t i = 0; i < routes_.size(); ++i)
+    if (routes_[i].peer_id < sync::kWorkerNodeBase) spray_.add_path(routes_[i].peer_id, static_cast<int>(i), routes_[i].via);
+}
+
+const PeerRoute* LtpTx::direct_route(uint16_t peer, uint16_t path_id) const {
+  // The path the sender named if it is a direct one we have, else the first direct route.
+  const PeerRoute* r = nullptr;
+  for (const auto& x : routes_) {
+    if (x.peer_id != peer || x.via) continue;
+    if (x.path_id == path_id) return &x;
+    if (!r) r = &x;
+  }
+  return r;
+}
+
+void LtpTx::on_ack_st(std::span<const uint8_t> msg, Nanos now) {
+  auto a = wire::parse_ack(msg);
+  if (!a) return;  // the transport counts malformed ACKs
+  spray_.on_ack_st(a->f.src_node, a->f.path_id, static_cast<Nanos>(a->f.echo_ts), now);
+}
+
+void LtpTx::hand_out_st(uint16_t port_index, rte_mbuf* m) {
+  const size_t nq = rings_.size();
+  if (nq > 1) {
+    const uint32_t q = next_queue_++ % nq;
+    c_.data_tx_queue[q < c_.data_tx_queue.size() ? q : c_.data_tx_queue.size() - 1].add();
+    if (rings_[q]) {
+      m->hash.usr = port_index;
+      if (rte_ring_sp_enqueue(rings_[q], m) == 0) return;  // engine q owns it now
+      c_.txq_full.add();
+    }
+  } else {
+    c_.data_tx_queue[0].add();
+  }
+  io_->tx_st(port_index, m);
+}
 
 void LtpTx::learn_worker_st(uint16_t node, const WorkerAddr& a) {
   const uint32_t w = static_cast<uint32_t>(node) - sync::kWorkerNodeBase;
@@ -36,13 +78,16 @@ void LtpTx::send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::sp
     worker_mac = a.mac;
     r = &worker_route;
   }
-  // The path the sender chose if we have it, else the first direct route to that peer.
-  for (const auto& x : routes_) {
-    if (r == &worker_route) break;
-    if (x.peer_id != meta.peer_node) continue;
-    if (!r || x.path_id == meta.path_id) r = &x;
-    if (x.path_id == meta.path_id) break;
+  // DATA to a site is sprayed over the peer's paths; everything else goes direct.
+  const bool data = meta.type == wire::MsgType::kData && head.size() >= sizeof(wire::DataHeader);
+  int slot = -1;
+  Nanos send_ts = 0;
+  if (!r && data) {
+    send_ts = static_cast<Nanos>(reinterpret_cast<const wire::DataHeader*>(head.data())->send_ts.load());
+    slot = spray_.pick_st(meta.peer_node, static_cast<uint32_t>(head.size() + payload.size()), send_ts);
+    if (slot >= 0) r = &routes_[static_cast<size_t>(spray_.route(meta.peer_node, static_cast<unsigned>(slot)))];
   }
+  if (!r) r = direct_route(meta.peer_node, meta.path_id);
   rte_ether_addr nh = worker_mac;
   if (!r || (r != &worker_route && !nbrs_.lookup(r->nh_slot, nh))) {
     io_->counters().drop(Drop::kNoRoute);  // LTP retransmits once ARP has answered
@@ -74,16 +119,28 @@ void LtpTx::send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::sp
   std::memcpy(p + hr, head.data(), head.size());
   if (!payload.empty()) std::memcpy(p + hr + head.size(), payload.data(), payload.size());
   if (meta.trailer_len) std::memset(p + hr + head.size() + payload.size(), 0, meta.trailer_len);
+  if (slot >= 0) {
+    // The slot (and for a relay the destination) rides in path_id, before the UDP checksum.
+    const uint16_t pid = r->via ? pathid::relayed(static_cast<unsigned>(slot), meta.peer_node)
+                                : pathid::direct(static_cast<unsigned>(slot));
+    reinterpret_cast<wire::DataHeader*>(p + hr)->path_id.store(pid);
+  }
   if (!wire::finish_udp_frame(std::span<uint8_t>(p, hr + msg), spec, msg)) {
     rte_pktmbuf_free(m);
     c_.no_mbuf.add();
     return;
   }
-  if (meta.type == wire::MsgType::kData) {
-    c_.data_tx.add();
-    c_.data_tx_bytes.add(payload.size());
+  if (!data) {
+    io_->tx_st(r->port_index, m);
+    return;
   }
-  io_->tx_st(r->port_index, m);
+  if (slot >= 0) {
+    spray_.on_sent_st(meta.peer_node, static_cast<unsigned>(slot), static_cast<uint32_t>(msg), send_ts);
+    if (r->via) c_.relayed_tx.add();
+  }
+  c_.data_tx.add();
+  c_.data_tx_bytes.add(payload.size());
+  hand_out_st(r->port_index, m);
 }
 
 }  // namespace sg::dp

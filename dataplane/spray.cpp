@@ -1,0 +1,227 @@
+#include "dataplane/spray.h"
+
+#include <algorithm>
+
+namespace sg::dp {
+namespace {
+
+// Before a slot has an RTT sample its sends expire after this long.
+constexpr Nanos kDefaultExpiry = 100 * kMilli;
+constexpr Nanos kMinExpiry = 2 * kMilli;
+// How far (in chunks of total in-flight) a slot may lag behind the least loaded one.
+constexpr double kSlackChunks = 16;
+
+}  // namespace
+
+Sprayer::Peer* Sprayer::find(uint16_t peer) {
+  for (auto& p : peers_)
+    if (p.id == peer) return &p;
+  return nullptr;
+}
+const Sprayer::Peer* Sprayer::find(uint16_t peer) const {
+  for (const auto& p : peers_)
+    if (p.id == peer) return &p;
+  return nullptr;
+}
+
+int Sprayer::add_path(uint16_t peer, int route, uint16_t via) {
+  Peer* p = find(peer);
+  if (!p) {
+    peers_.emplace_back();
+    p = &peers_.back();
+    p->id = peer;
+  }
+  if (p->count >= kMaxSlots) return -1;
+  Slot& s = p->slot[p->count];
+  s.route = route;
+  s.via = via;
+  s.plan_weight = via ? 0.0 : 1.0;  // until a plan says otherwise: direct only
+  refresh(s);
+  return static_cast<int>(p->count++);
+}
+
+void Sprayer::set_plan(const topo::Plan& plan, const std::vector<uint16_t>& sites, int self) {
+  for (Peer& p : peers_) {
+    int to = -1;
+    for (size_t i = 0; i < sites.size(); ++i)
+      if (sites[i] == p.id) to = static_cast<int>(i);
+    const topo::LinkSplit* ls = to >= 0 ? plan.split_for(self, to) : nullptr;
+    unsigned direct = 0;
+    for (unsigned k = 0; k < p.count; ++k) direct += p.slot[k].via == 0;
+    double direct_share = ls ? ls->direct_weight : 1.0;
+    // Each relay's weight is shared by the slots through it; a relay without a slot goes direct.
+    for (unsigned k = 0; k < p.count; ++k) p.slot[k].plan_weight = 0;
+    if (ls) {
+      for (const topo::Relay& r : ls->relays) {
+        const uint16_t via = r.via < sites.size() ? sites[r.via] : 0;
+        unsigned n = 0;
+        for (unsigned k = 0; k < p.count; ++k) n += via && p.slot[k].via == via;
+        if (n == 0) {
+          direct_share += r.weight;
+          continue;
+        }
+        for (unsigned k = 0; k < p.count; ++k)
+          if (via && p.slot[k].via == via) p.slot[k].plan_weight = static_cast<double>(r.weight) / n;
+      }
+    }
+    for (unsigned k = 0; k < p.count; ++k) {
+      Slot& s = p.slot[k];
+      if (s.via == 0 && direct) s.plan_weight = direct_share / direct;
+      refresh(s);
+      s.current = 0;
+    }
+    p.rr = 0;
+  }
+}
+
+void Sprayer::set_path_factor(uint16_t peer, unsigned slot, double factor) {
+  Peer* p = find(peer);
+  if (!p || slot >= p->count) return;
+  p->slot[slot].factor = std::max(0.0, factor);
+  refresh(p->slot[slot]);
+}
+
+void Sprayer::expire(Slot& s, Nanos now, Nanos peer_srtt) {
+  // A slot that no ACK has named yet (coalesced ACKs name the latest DATA's slot only) borrows
+  // the peer's largest RTT.
+  const Nanos rtt = s.srtt ? s.srtt : peer_srtt;
+  const Nanos age = rtt ? std::max(kMinExpiry, 4 * rtt) : kDefaultExpiry;
+  while (s.len && now - s.ring[s.head].ts > age) {
+    s.done = s.ring[s.head].end;
+    s.head = (s.head + 1) % kFlightRing;
+    --s.len;
+    s.c.expired.add();
+  }
+}
+
+int Sprayer::pick_st(uint16_t peer, uint32_t bytes, Nanos now) {
+  Peer* p = find(peer);
+  if (!p || p->count == 0) return -1;
+  int best = -1;
+  switch (mode_) {
+    case SprayMode::kEqual: {
+      for (unsigned n = 0; n < p->count; ++n) {
+        const unsigned k = (p->rr + n) % p->count;
+        if (p->slot[k].weight > 0) {
+          best = static_cast<int>(k);
+          p->rr = k + 1;
+          break;
+        }
+      }
+      break;
+    }
+    case SprayMode::kWeighted: {
+      // Integer weights keep the round robin exact (milli-units of weight).
+      int64_t total = 0;
+      for (unsigned k = 0; k < p->count; ++k) {
+        Slot& s = p->slot[k];
+        const auto w = static_cast<int64_t>(s.weight * 1000.0);
+        if (w <= 0) continue;
+        s.current += w;
+        total += w;
+        if (best < 0 || s.current > p->slot[best].current) best = static_cast<int>(k);
+      }
+      if (best >= 0) p->slot[best].current -= total;
+      break;
+    }
+    case SprayMode::kAdaptive: {
+      // Smooth weighted round robin over the slots whose in-flight data, scaled by their share
+      // of the weight, is within kSlackChunks of the least loaded one. While every path keeps
+      // up this is exactly the plan's split; a path that drains slower than its weight falls
+      // behind by more than the slack and is skipped until it catches up.
+      double total_w = 0;
+      for (unsigned k = 0; k < p->count; ++k) total_w += std::max(0.0, p->slot[k].weight);
+      double load[kMaxSlots];
+      double least = -1;
+      Nanos peer_srtt = 0;
+      for (unsigned k = 0; k < p->count; ++k) peer_srtt = std::max(peer_srtt, p->slot[k].srtt);
+      for (unsigned k = 0; k < p->count; ++k) {
+        Slot& s = p->slot[k];
+        load[k] = -1;
+        if (s.weight <= 0) continue;
+        expire(s, now, peer_srtt);
+        load[k] = static_cast<double>(s.sent - s.done + bytes) * total_w / s.weight;
+        if (least < 0 || load[k] < least) least = load[k];
+      }
+      const double limit = least + kSlackChunks * static_cast<double>(bytes);
+      int64_t total = 0;
+      for (unsigned k = 0; k < p->count; ++k) {
+        if (load[k] < 0 || load[k] > limit) continue;
+        Slot& s = p->slot[k];
+        const auto w = std::max<int64_t>(1, static_cast<int64_t>(s.weight * 1000.0));
+        s.current += w;
+        total += w;
+        if (best < 0 || s.current > p->slot[best].current) best = static_cast<int>(k);
+      }
+      if (best >= 0) p->slot[best].current -= total;
+      break;
+    }
+  }
+  // Every weight zero (a plan that takes all paths out): the first direct path still works.
+  if (best < 0) {
+    for (unsigned k = 0; k < p->count && best < 0; ++k)
+      if (p->slot[k].via == 0) best = static_cast<int>(k);
+  }
+  return best;
+}
+
+void Sprayer::on_sent_st(uint16_t peer, unsigned slot, uint32_t bytes, Nanos send_ts) {
+  Peer* p = find(peer);
+  if (!p || slot >= p->count) return;
+  Slot& s = p->slot[slot];
+  s.sent += bytes;
+  s.c.chunks.add();
+  s.c.bytes.add(bytes);
+  if (s.len == kFlightRing) {  // full: the oldest counts as gone
+    s.done = s.ring[s.head].end;
+    s.head = (s.head + 1) % kFlightRing;
+    --s.len;
+  }
+  s.ring[(s.head + s.len) % kFlightRing] = Flight{send_ts, s.sent};
+  ++s.len;
+}
+
+void Sprayer::on_ack_st(uint16_t peer, uint16_t path_id, Nanos echo_ts, Nanos now) {
+  Peer* p = find(peer);
+  const unsigned k = pathid::slot(path_id);
+  if (!p || k >= p->count) return;
+  Slot& s = p->slot[k];
+  s.c.acks.add();
+  // Everything sent on this slot up to echo_ts has left the path (arrived or lost).
+  bool matched = false;
+  while (s.len && s.ring[s.head].ts <= echo_ts) {
+    s.done = s.ring[s.head].end;
+    s.head = (s.head + 1) % kFlightRing;
+    --s.len;
+    matched = true;
+  }
+  const Nanos rtt = now - echo_ts;
+  if (matched && rtt > 0 && rtt < 10 * kSecond) s.srtt = s.srtt ? s.srtt + (rtt - s.srtt) / 8 : rtt;
+}
+
+unsigned Sprayer::slots(uint16_t peer) const {
+  const Peer* p = find(peer);
+  return p ? p->count : 0;
+}
+int Sprayer::route(uint16_t peer, unsigned slot) const {
+  const Peer* p = find(peer);
+  return p && slot < p->count ? p->slot[slot].route : -1;
+}
+uint16_t Sprayer::via(uint16_t peer, unsigned slot) const {
+  const Peer* p = find(peer);
+  return p && slot < p->count ? p->slot[slot].via : 0;
+}
+double Sprayer::weight(uint16_t peer, unsigned slot) const {
+  const Peer* p = find(peer);
+  return p && slot < p->count ? p->slot[slot].weight : 0.0;
+}
+uint64_t Sprayer::inflight(uint16_t peer, unsigned slot) const {
+  const Peer* p = find(peer);
+  return p && slot < p->count ? p->slot[slot].sent - p->slot[slot].done : 0;
+}
+const SlotCounters* Sprayer::counters(uint16_t peer, unsigned slot) const {
+  const Peer* p = find(peer);
+  return p && slot < p->count ? &p->slot[slot].c : nullptr;
+}
+
+}  // namespace sg::dp

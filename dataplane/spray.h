@@ -1,0 +1,108 @@
+// Which path each DATA chunk to a peer takes. A peer has up to 8 path slots: its direct paths
+// (config paths without `via`, each with its own UDP source port so WAN ECMP keeps them apart)
+// and relayed ones (through another site's gateway). Each slot has a weight: the plan's split
+// for the link (LinkSplit::direct_weight shared by the direct slots, Relay::weight by the slots
+// through that relay), times an optional per-path factor from measurement.
+//
+// Modes:
+//   kAdaptive  smooth weighted round robin over the slots whose in-flight bytes / weight is
+//              within a slack (16 chunks) of the least loaded slot's: the plan's weights set
+//              the shares while every path keeps up, and a path that drains slower than its
+//              weight says accumulates in-flight data and is passed over until it catches up,
+//              so it never holds the transfer back.
+//   kWeighted  smooth weighted round robin by weight alone (what the simulator does).
+//   kEqual     round robin over the usable slots: the naive split, limited by the slowest path.
+//
+// In-flight per slot: bytes sent minus bytes known to have left the path. The receiver's ACK
+// echoes the path_id and send_ts of the DATA that triggered it; a path delivers in order, so
+// everything sent on that slot up to that send_ts has arrived or is lost. Entries older than a
+// few of the slot's RTTs expire (ACKs are coalesced and may name another slot for a while).
+//
+// DPDK-free. Owner: engine 0 (the job's engine); setup (add_path, set_plan) allocates, the
+// rest does not. Counters are relaxed atomics readable from any thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "common/clock.h"
+#include "dataplane/counters.h"
+#include "dataplane/path_id.h"
+#include "topology/plan.h"
+
+namespace sg::dp {
+
+enum class SprayMode : uint8_t { kAdaptive, kWeighted, kEqual };
+
+struct SlotCounters {
+  Counter chunks, bytes;
+  Counter acks;     // ACKs that named this slot
+  Counter expired;  // in-flight entries aged out without an ACK naming them
+};
+
+class Sprayer {
+ public:
+  static constexpr unsigned kMaxSlots = pathid::kMaxSlots;
+  static constexpr size_t kFlightRing = 1024;  // per slot: sends not yet covered by an ACK
+
+  // Setup. `route` is the caller's handle (index into its route table); via == 0: direct.
+  // Returns the slot, or -1 if the peer already has kMaxSlots paths.
+  int add_path(uint16_t peer, int route, uint16_t via);
+  // Weights from the plan (sites: plan index -> site id; self: this site's index). Links the
+  // plan does not split send everything direct, shared equally. A relay the plan names but no
+  // config path reaches gives its weight to the direct paths. Allocation-free.
+  void set_plan(const topo::Plan& plan, const std::vector<uint16_t>& sites, int self);
+  // A measured factor for one slot (1.0 = as the plan says); 0 takes the slot out.
+  void set_path_factor(uint16_t peer, unsigned slot, double factor);
+  void set_mode(SprayMode m) { mode_ = m; }
+  SprayMode mode() const { return mode_; }
+
+  // Hot path (owner only). pick returns the slot for a chunk of `bytes` to `peer`, or -1 if
+  // the peer has no paths (the caller falls back to its direct route).
+  int pick_st(uint16_t peer, uint32_t bytes, Nanos now);
+  void on_sent_st(uint16_t peer, unsigned slot, uint32_t bytes, Nanos send_ts);
+  // An ACK from `peer` that echoes path_id's slot and the send_ts of the DATA it answers.
+  void on_ack_st(uint16_t peer, uint16_t path_id, Nanos echo_ts, Nanos now);
+
+  // Inspection (tests, telemetry).
+  unsigned slots(uint16_t peer) const;
+  int route(uint16_t peer, unsigned slot) const;
+  uint16_t via(uint16_t peer, unsigned slot) const;
+  double weight(uint16_t peer, unsigned slot) const;
+  uint64_t inflight(uint16_t peer, unsigned slot) const;
+  const SlotCounters* counters(uint16_t peer, unsigned slot) const;
+
+ private:
+  struct Flight {
+    Nanos ts;
+    uint64_t end;  // slot's cumulative bytes sent after this chunk
+  };
+  struct Slot {
+    int route = -1;
+    uint16_t via = 0;
+    double plan_weight = 1, factor = 1, weight = 1;
+    int64_t current = 0;  // smooth weighted round robin state (kWeighted)
+    uint64_t sent = 0, done = 0;  // cumulative bytes: sent, and known delivered or lost
+    Nanos srtt = 0;
+    std::array<Flight, kFlightRing> ring{};
+    size_t head = 0, len = 0;
+    SlotCounters c;
+  };
+  struct Peer {
+    uint16_t id = 0;
+    unsigned count = 0;
+    unsigned rr = 0;  // kEqual
+    std::array<Slot, kMaxSlots> slot;
+  };
+  Peer* find(uint16_t peer);
+  const Peer* find(uint16_t peer) const;
+  static void expire(Slot& s, Nanos now, Nanos peer_srtt);
+  static void refresh(Slot& s) { s.weight = s.plan_weight * s.factor; }
+
+  std::deque<Peer> peers_;  // grows at setup only (a deque: slots hold atomics, never moved)
+  SprayMode mode_ = SprayMode::kAdaptive;
+};
+
+}  // namespace sg::dp
