@@ -32,6 +32,7 @@ namespace sg::dp {
 namespace {
 
 constexpr int kMaxLanes = 4;
+constexpr int kMaxQueues = 4;
 // Lane capacities (Mbit/s): unequal on purpose, so an equal split is held back by the slowest.
 constexpr double kLaneMbit[kMaxLanes] = {400, 200, 100, 100};
 constexpr double kDelayUs = 500;  // one way, every lane
@@ -48,6 +49,10 @@ struct Site {
   std::unique_ptr<LtpTx> tx;
   std::unique_ptr<JobRunner> job;
   std::unique_ptr<Engine> engine;
+  // queues > 1: engines 1.. only send what LtpTx dealt to their TX queue (SP/SC rings).
+  std::vector<std::unique_ptr<GatewayHandler>> tx_handlers;
+  std::vector<std::unique_ptr<Engine>> tx_engines;
+  std::vector<rte_ring*> txq;
 };
 
 struct Mode {
@@ -68,13 +73,16 @@ struct Result {
   uint64_t inexact = 0;  // result values off the exact mean: bubbles Early Close filled under loss
   bool pool_full = false;
   uint64_t shaper_drops = 0;
+  uint64_t data_tx = 0, retransmits = 0;
 };
 
 int run_id = 0;
 
 // One configuration: builds two gateways joined by `lanes` shaped ring pairs, runs `rounds`
 // rounds (the first is warm-up), tears everything down.
-Result run(rte_mempool* pool, int lanes, const Mode& mode, uint64_t model_bytes, uint32_t rounds) {
+// queues: TX queues per port (one engine each). Every TX queue of a lane feeds the same ring,
+// read by the peer's single RX queue, so the lane's shaping is unchanged.
+Result run(rte_mempool* pool, int lanes, int queues, const Mode& mode, uint64_t model_bytes, uint32_t rounds) {
   const std::string tag = std::to_string(run_id++);
   std::vector<rte_ring*> rings;
   Site sites[2];
@@ -109,21 +117,25 @@ Result run(rte_mempool* pool, int lanes, const Mode& mode, uint64_t model_bytes,
       c.ports.push_back(pc);
       peer.paths.push_back(config::PathConfig{static_cast<uint8_t>(l), pc.name, {}, {}});
       rte_ring* rx = link[1 - i][l];
-      rte_ring* tx = link[i][l];
-      const int id = rte_eth_from_rings(("sq" + tag + "_" + std::to_string(i) + std::to_string(l)).c_str(), &rx, 1, &tx,
-                                        1, SOCKET_ID_ANY);
+      rte_ring* tx[kMaxQueues];
+      for (int q = 0; q < queues; ++q) tx[q] = link[i][l];
+      const int id = rte_eth_from_rings(("sq" + tag + "_" + std::to_string(i) + std::to_string(l)).c_str(), &rx, 1, tx,
+                                        static_cast<unsigned>(queues), SOCKET_ID_ANY);
       if (id < 0) return {};
       Port p;
       p.name = pc.name;
       p.id = static_cast<uint16_t>(id);
-      p.rx_queues = p.tx_queues = 1;
+      p.rx_queues = 1;
+      p.tx_queues = static_cast<uint16_t>(queues);
       std::copy(pc.mac->bytes.begin(), pc.mac->bytes.end(), p.mac.addr_bytes);
       p.ipv4 = pc.ipv4.host_order;
       rte_eth_conf conf{};
-      if (rte_eth_dev_configure(p.id, 1, 1, &conf) != 0 ||
-          rte_eth_rx_queue_setup(p.id, 0, 1024, SOCKET_ID_ANY, nullptr, pool) != 0 ||
-          rte_eth_tx_queue_setup(p.id, 0, 1024, SOCKET_ID_ANY, nullptr) != 0 || rte_eth_dev_start(p.id) != 0)
+      if (rte_eth_dev_configure(p.id, 1, static_cast<uint16_t>(queues), &conf) != 0 ||
+          rte_eth_rx_queue_setup(p.id, 0, 1024, SOCKET_ID_ANY, nullptr, pool) != 0)
         return {};
+      for (int q = 0; q < queues; ++q)
+        if (rte_eth_tx_queue_setup(p.id, static_cast<uint16_t>(q), 1024, SOCKET_ID_ANY, nullptr) != 0) return {};
+      if (rte_eth_dev_start(p.id) != 0) return {};
       s.ports.push_back(p);
       shapes.push_back(LinkShape{kLaneMbit[l], kDelayUs, 128});
     }
@@ -143,6 +155,20 @@ Result run(rte_mempool* pool, int lanes, const Mode& mode, uint64_t model_bytes,
     s.job = std::make_unique<JobRunner>(s.cfg, plan, 1, *s.tx);
     s.handler->attach_job(s.job.get(), s.tx.get());
     s.engine = std::make_unique<Engine>(s.ports, pool, *s.shaped, EngineParams{});
+    s.txq.assign(static_cast<size_t>(queues), nullptr);
+    for (int q = 1; q < queues; ++q) {
+      const size_t i = &s - sites;
+      s.txq[q] = rte_ring_create(("st" + tag + "_" + std::to_string(i * kMaxQueues + q)).c_str(), 4096, SOCKET_ID_ANY,
+                                 RING_F_SP_ENQ | RING_F_SC_DEQ);
+      if (!s.txq[q]) return {};
+      rings.push_back(s.txq[q]);
+      s.tx_handlers.push_back(std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false, PushParams{}));
+      s.tx_handlers.back()->attach_tx_ring(s.txq[q]);
+      EngineParams ep;
+      ep.queue = static_cast<uint16_t>(q);
+      s.tx_engines.push_back(std::make_unique<Engine>(s.ports, pool, *s.tx_handlers.back(), ep));
+    }
+    if (queues > 1) s.tx->set_tx_rings(s.txq);
     Sprayer& sp = s.tx->sprayer();
     sp.set_mode(mode.mode);
     if (mode.capacity_weights)
@@ -158,6 +184,10 @@ Result run(rte_mempool* pool, int lanes, const Mode& mode, uint64_t model_bytes,
     for (auto& s : sites) {
       s.engine->poll_once_st(rte_rdtsc());
       s.engine->flush_st();
+      for (auto& e : s.tx_engines) {
+        e->poll_once_st(rte_rdtsc());
+        e->flush_st();
+      }
       all &= s.job->finished();
     }
     if (!warm && sites[0].job->counters().rounds.get() >= 1 && sites[1].job->counters().rounds.get() >= 1) {
@@ -170,6 +200,8 @@ Result run(rte_mempool* pool, int lanes, const Mode& mode, uint64_t model_bytes,
       for (auto& s : sites) {
         r.ok &= s.job->counters().timeouts.get() == 0;
         r.inexact += s.job->counters().values_checked.get() - s.job->counters().values_exact.get();
+        r.retransmits += s.job->counters().retransmits.get();
+        r.data_tx += s.handler->ltp().data_tx.get();
       }
       r.gbps = 8.0 * static_cast<double>(model_bytes) * (rounds - 1) / secs / 1e9;
       break;
@@ -179,9 +211,14 @@ Result run(rte_mempool* pool, int lanes, const Mode& mode, uint64_t model_bytes,
     r.shaper_drops += s.shaped->dropped.get();
     s.shaped->on_stop_st(*s.engine);
     s.engine->flush_st();
+    for (size_t q = 0; q < s.tx_engines.size(); ++q) {  // after engine 0, their rings' producer
+      s.tx_handlers[q]->on_stop_st(*s.tx_engines[q]);
+      s.tx_engines[q]->flush_st();
+    }
   }
   for (auto& s : sites) drain_rx(s.ports);
   for (auto& s : sites) {
+    s.tx_engines.clear();
     s.engine.reset();
     s.job.reset();
     for (auto& p : s.ports) {
@@ -222,21 +259,27 @@ int main(int argc, char** argv) {
 
   struct Config {
     int lanes;
+    int queues;
     const Mode* mode;
+    std::string key() const { return std::to_string(lanes) + "/" + std::to_string(queues) + "/" + mode->name; }
   };
   std::vector<Config> configs;
-  configs.push_back({1, &kModes[0]});
+  configs.push_back({1, 1, &kModes[0]});
   for (int lanes : {2, 4})
-    for (const Mode& m : kModes) configs.push_back({lanes, &m});
+    for (const Mode& m : kModes) configs.push_back({lanes, 1, &m});
+  // The same 4-lane transfer with its chunks also dealt over 2 and 4 TX queues.
+  for (int q : {2, 4}) configs.push_back({4, q, &kModes[0]});
   std::map<std::string, std::vector<double>> gbps;
   bool all_ok = true, all_full = true;
   uint64_t drops = 0, inexact = 0;
   for (int rep = 0; rep < repeats; ++rep) {
     for (const Config& c : configs) {
-      const Result r = run(pool, c.lanes, *c.mode, model, rounds);
-      const std::string key = std::to_string(c.lanes) + "/" + c.mode->name;
-      std::printf("run %d lanes %d %-17s %.3f Gbit/s  finished %s  pool full %s  tail drops %llu  inexact values %llu\n",
-                  rep + 1, c.lanes, c.mode->name, r.gbps, r.ok ? "yes" : "NO", r.pool_full ? "yes" : "NO",
+      const Result r = run(pool, c.lanes, c.queues, *c.mode, model, rounds);
+      const std::string key = c.key();
+      std::printf("run %d lanes %d queues %d %-17s %.3f Gbit/s  finished %s  pool full %s  DATA %llu  retx %llu  tail drops %llu  "
+                  "inexact values %llu\n",
+                  rep + 1, c.lanes, c.queues, c.mode->name, r.gbps, r.ok ? "yes" : "NO", r.pool_full ? "yes" : "NO",
+                  static_cast<unsigned long long>(r.data_tx), static_cast<unsigned long long>(r.retransmits),
                   static_cast<unsigned long long>(r.shaper_drops), static_cast<unsigned long long>(r.inexact));
       std::fflush(stdout);
       gbps[key].push_back(r.gbps);
@@ -248,13 +291,17 @@ int main(int argc, char** argv) {
   }
   double cap[5] = {0};
   for (int l = 1; l <= kMaxLanes; ++l) cap[l] = cap[l - 1] + kLaneMbit[l - 1];
-  std::printf("\n%-6s %-18s %14s %14s %12s\n", "lanes", "split", "capacity Gb/s", "goodput Gb/s", "of capacity");
+  std::printf("\n%-6s %-7s %-18s %14s %14s %12s\n", "lanes", "queues", "split", "capacity Gb/s", "goodput Gb/s",
+              "of capacity");
   for (const Config& c : configs) {
-    const double g = median(gbps[std::to_string(c.lanes) + "/" + c.mode->name]);
-    std::printf("%-6d %-18s %14.3f %14.3f %12.2f\n", c.lanes, c.mode->name, cap[c.lanes] / 1e3, g,
+    const double g = median(gbps[c.key()]);
+    std::printf("%-6d %-7d %-18s %14.3f %14.3f %12.2f\n", c.lanes, c.queues, c.mode->name, cap[c.lanes] / 1e3, g,
                 g / (cap[c.lanes] / 1e3));
   }
-  auto g = [&](int lanes, const char* mode) { return median(gbps[std::to_string(lanes) + "/" + mode]); };
+  auto gq = [&](int lanes, int queues, const char* mode) {
+    return median(gbps[std::to_string(lanes) + "/" + std::to_string(queues) + "/" + mode]);
+  };
+  auto g = [&](int lanes, const char* mode) { return gq(lanes, 1, mode); };
   const double g1 = g(1, "adaptive+weights");
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   std::printf("\nevery run finished: %s   pools full after every run: %s   shaper tail drops: %llu   "
@@ -265,11 +312,13 @@ int main(int argc, char** argv) {
       "{\"bench\": \"spray\", \"gbps_1\": %.3f, \"gbps_2\": %.3f, \"gbps_4\": %.3f, \"speedup_2_vs_1\": %.3f, "
       "\"speedup_4_vs_1\": %.3f, \"capacity_ratio_4_vs_1\": %.2f, \"weighted_vs_equal_2\": %.3f, "
       "\"weighted_vs_equal_4\": %.3f, \"adaptive_vs_equal_4\": %.3f, \"adaptive_weights_vs_weighted_rr_4\": %.3f, "
+      "\"queues2_vs_1\": %.3f, \"queues4_vs_1\": %.3f, "
       "\"finished\": %s, \"pools_full\": %s, \"inexact_values\": %llu, \"repeats\": %d}\n",
       g1, g(2, "adaptive+weights"), g(4, "adaptive+weights"), ratio(g(2, "adaptive+weights"), g1),
       ratio(g(4, "adaptive+weights"), g1), cap[4] / cap[1], ratio(g(2, "adaptive+weights"), g(2, "equal")),
       ratio(g(4, "adaptive+weights"), g(4, "equal")), ratio(g(4, "adaptive"), g(4, "equal")),
-      ratio(g(4, "adaptive+weights"), g(4, "weighted-rr")), all_ok ? "true" : "false", all_full ? "true" : "false",
+      ratio(g(4, "adaptive+weights"), g(4, "weighted-rr")), ratio(gq(4, 2, "adaptive+weights"), g(4, "adaptive+weights")),
+      ratio(gq(4, 4, "adaptive+weights"), g(4, "adaptive+weights")), all_ok ? "true" : "false", all_full ? "true" : "false",
       static_cast<unsigned long long>(inexact), repeats);
   rte_mempool_free(pool);
   rte_eal_cleanup();
