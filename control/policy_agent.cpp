@@ -49,7 +49,8 @@ PolicyAgent::PolicyAgent(const config::GatewayConfig& cfg, const std::vector<uin
                          const topo::Plan& initial, rte_mempool* pool, const std::vector<dp::Port>& ports,
                          const dp::Neighbours& nbrs, const std::vector<dp::PeerRoute>& routes, rte_ring* frames_in,
                          rte_ring* frames_out, dp::PolicySlot& slot)
-    : cfg_(cfg), sites_(sites), in_(frames_in), slot_(slot), current_(initial) {
+    : cfg_(cfg), sites_(sites), in_(frames_in), slot_(slot), current_(initial),
+      codecs_(cfg.compression, static_cast<int>(sites.size())) {
   for (size_t i = 0; i < sites_.size(); ++i)
     if (sites_[i] == cfg.site.id) self_ = static_cast<int>(i);
   io_ = std::make_unique<FrameIo>(pool, frames_out);
@@ -222,7 +223,15 @@ void PolicyAgent::maybe_replan(Nanos now) {
   const double next = topo::round_time(net, cand, cfg_.transport.chunk_bytes).total_s;
   const double gain = next > 0 ? cur / next - 1.0 : 0.0;
   stats_.last_gain.store(gain, std::memory_order_relaxed);
-  if (gain <= cfg_.topology.recompute_change) return;
+  if (gain <= cfg_.topology.recompute_change) {
+    // Same trees; only a codec decision can still justify a switch.
+    cand = current_;
+    cand.codecs = codecs_.decide(cand, matrix_);
+    if (same_codecs(cand.codecs, current_.codecs) || topo::validate(cand) != topo::PlanError::kOk) return;
+    stats_.codec_proposals.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    cand.codecs = codecs_.decide(cand, matrix_);
+  }
   std::vector<uint8_t> bytes;
   if (topo::encode(cand, bytes) != topo::PlanError::kOk) return;
   if (gw_->propose(std::move(bytes), now)) {

@@ -5,6 +5,8 @@
 //  * The coordinator keeps the throughput matrix, plans with FAPT on it, and when the plan
 //    in force would be slower than the new one by more than topology.recompute_change (by
 //    the round-time model) and topology.min_interval_ms has passed, proposes it.
+//  * It also decides each tree link's codec (control/link_codecs: compression.mode) and
+//    proposes a plan whose codecs changed even when its trees did not.
 //  * lib/policy runs the consistency protocol (two-phase switch at a round barrier); its
 //    messages and the measurement rows travel on reliable LTP CONTROL channels (lib/ltp
 //    ControlChannel), one per peer, through engine 0's queues (two mbuf rings: frames in,
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "control/link_codecs.h"
 #include "dataplane/ltp_tx.h"
 #include "dataplane/policy_slot.h"
 #include "ltp/control_channel.h"
@@ -35,7 +38,7 @@ namespace sg::ctl {
 
 struct AgentStats {
   std::atomic<uint64_t> proposals{0}, switches{0}, rows_sent{0}, rows_received{0}, control_in{0}, control_bad{0};
-  std::atomic<uint64_t> replans_considered{0};
+  std::atomic<uint64_t> replans_considered{0}, codec_proposals{0};
   std::atomic<double> last_gain{0};
 };
 
@@ -86,6 +89,7 @@ class PolicyAgent {
   topo::Plan current_;
   // Coordinator: measured bytes/s of link i->j at [i*n+j] (0: unknown), when it last changed.
   std::vector<double> matrix_;
+  LinkCodecs codecs_;
   uint32_t last_row_round_ = 0;
   Nanos last_switch_ = 0;
   AgentStats stats_;

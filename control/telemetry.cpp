@@ -118,9 +118,17 @@ int policy_cb(const char*, const char*, rte_tel_data* d) {
     rte_tel_data_add_dict_string(d, ("shard" + std::to_string(s)).c_str(), v.c_str());
   }
   rte_tel_data_add_dict_u64(d, "multipath_splits", p.splits.size());
+  // "FROM>TO:codec,..." with site ids; empty: full precision everywhere.
+  std::string codecs;
+  for (const auto& c : p.codecs)
+    if (c.from < sites.size() && c.to < sites.size())
+      codecs += (codecs.empty() ? "" : ",") + std::to_string(sites[c.from]) + ">" + std::to_string(sites[c.to]) + ":" +
+                std::string(codec_name(c.codec));
+  rte_tel_data_add_dict_string(d, "codecs", codecs.c_str());
   if (const PolicyAgent* a = g_gw->agent()) {
     rte_tel_data_add_dict_u64(d, "switches", a->stats().switches.load());
     rte_tel_data_add_dict_u64(d, "proposals", a->stats().proposals.load());
+    rte_tel_data_add_dict_u64(d, "codec_proposals", a->stats().codec_proposals.load());
     rte_tel_data_add_dict_u64(d, "replans_considered", a->stats().replans_considered.load());
     rte_tel_data_add_dict_u64(d, "last_gain_permille", static_cast<uint64_t>(std::max(0.0, a->stats().last_gain.load()) * 1000));
     rte_tel_data_add_dict_u64(d, "approved_through", a->approved_through().load());

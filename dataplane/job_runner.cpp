@@ -43,6 +43,9 @@ bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::strin
       return false;
   }
   if (!cfg.topology.multipath) plan.splits.clear();
+  // "always" compresses every tree link from the first round; "adaptive" starts at full
+  // precision and lets the coordinator's measurements decide (control/link_codecs).
+  if (cfg.compression.mode == config::CompressionMode::kAlways) topo::set_tree_codecs(plan, cfg.compression.codec);
   if (topo::validate(plan) != topo::PlanError::kOk) {
     error = std::string("planner produced an invalid plan: ") + std::string(topo::plan_error_name(topo::validate(plan)));
     return false;
@@ -67,6 +70,9 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sc.reliable_baseline = cfg.transport.rate_controller == config::RateController::kAimd;
   sc.round_timeout = static_cast<Nanos>(cfg.job.round_timeout_ms) * kMilli;
   sc.seed = cfg.site.id;
+  // Links compress as the policy's plan says (compression.mode always / adaptive).
+  sc.wire_compression = cfg.compression.mode != config::CompressionMode::kOff;
+  sc.topk_ratio = static_cast<float>(cfg.compression.topk_ratio);
   sync_ = std::make_unique<sync::SiteSync>(sc);
   sync_->set_plan(plan, policy_version);
   tx_.sprayer().set_plan(plan, sites_, self_);

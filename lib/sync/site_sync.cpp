@@ -206,6 +206,11 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
   receiver_ = std::move(receiver);
   result_.assign(plan.model_bytes / 4, 0.0f);
   have_plan_ = true;
+  if (cfg_.wire_compression) {
+    for (auto& l : links_) l = Link{};
+    for (const topo::LinkCodec& c : plan.codecs)
+      if (c.from == self_ && c.to < links_.size() && c.to != self_) links_[c.to] = {c.codec, cfg_.topk_ratio};
+  }
   size_buffers();
   return true;
 }

@@ -67,6 +67,7 @@ struct SyncConfig {
   // came. Off: no encode buffers (they cost up to one model size); compressed chunks from a
   // parent are then forwarded decoded, as f32, which every child decodes to the same values.
   bool wire_compression = false;
+  float topk_ratio = 0.01f;  // for top-k links named by the plan's codecs
   uint64_t seed = 1;
 };
 
@@ -97,7 +98,10 @@ class SiteSync final : private ltp::ReceiverSink {
   ~SiteSync() override;
 
   // Installs the plan used from the next begin_round on. Validates it against the config
-  // (sites, chunk size); false with nothing changed if it does not fit. Allocates.
+  // (sites, chunk size); false with nothing changed if it does not fit. Allocates. With
+  // wire_compression, every link from this site takes the plan's codec (f32 where the plan
+  // names none; set_link_codec overrides until the next plan); without, f32 everywhere
+  // (always decodable, so sites may differ in this setting).
   bool set_plan(const topo::Plan& plan, uint32_t policy_version);
 
   // The codec for DATA this site sends to plan site `peer` from the next begin_round on

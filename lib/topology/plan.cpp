@@ -87,4 +87,28 @@ PlanError validate(const Plan& plan) {
   return PlanError::kOk;
 }
 
+std::vector<std::pair<int, int>> tree_links(const Plan& plan) {
+  std::vector<std::pair<int, int>> out;
+  std::vector<uint8_t> seen(static_cast<size_t>(plan.num_sites) * plan.num_sites, 0);
+  auto add = [&](int a, int b) {
+    uint8_t& s = seen[static_cast<size_t>(a) * plan.num_sites + b];
+    if (!s) out.emplace_back(a, b);
+    s = 1;
+  };
+  for (const ShardTree& t : plan.shards)
+    for (int v = 0; v < static_cast<int>(t.parent.size()) && v < plan.num_sites; ++v)
+      if (t.parent[v] != kNoSite && t.parent[v] < plan.num_sites) {
+        add(v, t.parent[v]);
+        add(t.parent[v], v);
+      }
+  return out;
+}
+
+void set_tree_codecs(Plan& plan, CodecId codec) {
+  plan.codecs.clear();
+  if (codec == CodecId::kF32) return;
+  for (const auto& [a, b] : tree_links(plan))
+    plan.codecs.push_back({static_cast<SiteId>(a), static_cast<SiteId>(b), codec});
+}
+
 }  // namespace sg::topo

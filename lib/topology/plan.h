@@ -92,6 +92,11 @@ std::string_view plan_error_name(PlanError e);
 // Checks every invariant listed above; decode() applies it to untrusted bytes.
 PlanError validate(const Plan& plan);
 
+// The directed links the plan's trees use (child -> parent and parent -> child), each once.
+std::vector<std::pair<int, int>> tree_links(const Plan& plan);
+// Sets `codec` on every tree link (kF32 clears the list): compression.mode "always".
+void set_tree_codecs(Plan& plan, CodecId codec);
+
 // Parent arrays: depth of every site from the root, or empty if not a tree rooted at root.
 std::vector<int> tree_depths(const std::vector<SiteId>& parent, int root);
 

@@ -106,7 +106,7 @@ FluctResult run_fluctuation(const Setup& s, Awareness a, int rounds) {
   const int n = s.n;
   const sim::WanSpec w = sim::with_fluctuation(*s.sc);
   sim::Wan wan(w, max_msg(s), s.scale);
-  sim::Cluster c(wan, sim::make_sync_sites(n, s.chunk_real, false, w.seed));
+  sim::Cluster c(wan, sim::make_sync_sites(n, s.chunk_real, false, w.seed, {}, a == Awareness::kAwareCompress));
   // Both planners start from the same measurements, taken before the job starts.
   const topo::Network net0 = sim::network_at(w, 0, s.scale, kAggBps);
   topo::PlannerOptions opt;
@@ -206,7 +206,8 @@ FluctResult run_fluctuation(const Setup& s, Awareness a, int rounds) {
       }
     }
     if (a != Awareness::kAwareCompress) continue;
-    // NetSenseML per link on this round's measurements; a codec shrinks the link's DATA.
+    // NetSenseML per link on this round's measurements; the sites encode the link's DATA with
+    // the chosen codec (lib/compress through SiteSync, error feedback included).
     std::vector<uint64_t> load(static_cast<size_t>(n) * n, 0);
     for (const auto& t : plan.shards)
       for (int v = 0; v < n; ++v)
@@ -214,7 +215,6 @@ FluctResult run_fluctuation(const Setup& s, Awareness a, int rounds) {
           load[static_cast<size_t>(v) * n + t.parent[v]] += t.bytes();
           load[static_cast<size_t>(t.parent[v]) * n + v] += t.bytes();
         }
-    wan.clear_codec_factors();
     compressed = 0;
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j) {
@@ -229,10 +229,9 @@ FluctResult run_fluctuation(const Setup& s, Awareness a, int rounds) {
         smp.compute_time = static_cast<Nanos>(s.sc->compute_ms * 1e6);
         const compress::Decision d = policy[k].update(smp);
         if (d.changed) ++out.codec_switches;
-        if (d.level > 0) {
-          ++compressed;
-          wan.set_codec_factor(i, j, policy[k].config().ladder[d.level].factor());
-        }
+        if (d.level > 0) ++compressed;
+        auto* site = static_cast<sim::SyncParticipant*>(c.site(i));
+        site->sync().set_link_codec(j, d.codec, d.codec == CodecId::kTopK ? d.topk_ratio : 0.01f);
       }
   }
   return out;

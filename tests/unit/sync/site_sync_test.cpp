@@ -335,6 +335,40 @@ TEST(SiteSync, TopKErrorFeedbackDeliversWhatItDelays) {
   EXPECT_GT(first / scale, 0.3) << "a single top-k 10% round is far off: the average is what converges";
 }
 
+// The policy's plan names the codecs (compression.mode always / the coordinator's adaptive
+// choice): a site with wire_compression takes them, one without sends f32 and still ends
+// with the same result as everyone (it forwards the root's values decoded).
+TEST(SiteSync, PlanCodecsApplyOnlyWithWireCompression) {
+  const int n = 3;
+  topo::Plan p = make_plan(n, 3 * 20000, 3);
+  topo::set_tree_codecs(p, CodecId::kInt8);
+  EXPECT_EQ(topo::validate(p), topo::PlanError::kOk);
+  EXPECT_FALSE(p.codecs.empty());
+  Cluster c(n, 3 * 20000, 3, 1 * kMilli, 0.0, 3, false, &p, true);
+  // Site 2 does not compress: rebuild it without wire_compression.
+  SyncConfig cfg;
+  cfg.self_node = 3;
+  cfg.site_nodes = {1, 2, 3};
+  cfg.chunk_bytes = 1024;
+  cfg.seed = 9;
+  c.sites[2] = std::make_unique<SiteSync>(cfg);
+  ASSERT_TRUE(c.sites[2]->set_plan(p, 1));
+  c.fill_round(1);
+  ASSERT_TRUE(c.run_round(1, 10 * kSecond));
+  EXPECT_GT(c.sites[0]->stats().encoded_chunks, 0u);
+  EXPECT_GT(c.sites[1]->stats().encoded_chunks, 0u);
+  EXPECT_EQ(c.sites[2]->stats().encoded_chunks, 0u);
+  EXPECT_EQ(c.sites[0]->link_codec(1), CodecId::kInt8);
+  EXPECT_EQ(c.sites[2]->link_codec(0), CodecId::kF32);
+  for (int i = 1; i < n; ++i)
+    EXPECT_EQ(0, std::memcmp(c.sites[i]->result().data(), c.sites[0]->result().data(), c.sites[0]->result().size_bytes()))
+        << "site " << i;
+  // A plan without codecs turns compression off again.
+  topo::Plan plain = make_plan(n, 3 * 20000, 3);
+  ASSERT_TRUE(c.sites[0]->set_plan(plain, 2));
+  EXPECT_EQ(c.sites[0]->link_codec(1), CodecId::kF32);
+}
+
 TEST(SiteSync, LinkCodecNeedsWireCompressionAndValidArguments) {
   SyncConfig cfg;
   cfg.self_node = 1;

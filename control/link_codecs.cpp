@@ -1,0 +1,70 @@
+#include "control/link_codecs.h"
+
+#include <algorithm>
+
+namespace sg::ctl {
+namespace {
+
+compress::AdaptiveConfig ladder_up_to(const config::CompressionConfig& cfg) {
+  // The plan names a codec per link, not a top-k ratio: top-k is one level at the configured
+  // ratio (SyncConfig::topk_ratio). The ladder stops at the configured strongest codec.
+  compress::AdaptiveConfig ac;
+  ac.ladder = {{CodecId::kF32, 0}};
+  const float r = static_cast<float>(cfg.topk_ratio);
+  for (const compress::CompressionLevel l : {compress::CompressionLevel{CodecId::kBf16, 0},
+                                              compress::CompressionLevel{CodecId::kInt8, 0},
+                                              compress::CompressionLevel{CodecId::kTopK, r}}) {
+    if (cfg.codec == CodecId::kF16) {
+      ac.ladder.push_back({CodecId::kF16, 0});
+      break;
+    }
+    ac.ladder.push_back(l);
+    if (l.codec == cfg.codec) break;
+  }
+  return ac;
+}
+
+}  // namespace
+
+LinkCodecs::LinkCodecs(const config::CompressionConfig& cfg, int sites)
+    : cfg_(cfg), n_(sites), policy_(static_cast<size_t>(sites) * sites, compress::AdaptivePolicy(ladder_up_to(cfg))) {}
+
+std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const std::vector<double>& matrix) {
+  std::vector<topo::LinkCodec> out;
+  if (cfg_.mode == config::CompressionMode::kOff || plan.num_sites != n_) return out;
+  if (cfg_.mode == config::CompressionMode::kAlways) {
+    topo::Plan p = plan;
+    topo::set_tree_codecs(p, cfg_.codec);
+    return p.codecs;
+  }
+  // Bytes each link carries per round under this plan (a shard up and down its tree edge).
+  std::vector<uint64_t> load(static_cast<size_t>(n_) * n_, 0);
+  for (const auto& t : plan.shards)
+    for (int v = 0; v < n_; ++v)
+      if (t.parent[v] != topo::kNoSite) {
+        load[static_cast<size_t>(v) * n_ + t.parent[v]] += t.bytes();
+        load[static_cast<size_t>(t.parent[v]) * n_ + v] += t.bytes();
+      }
+  for (const auto& [a, b] : topo::tree_links(plan)) {
+    const size_t k = static_cast<size_t>(a) * n_ + b;
+    compress::LinkSample s;
+    s.throughput_Bps = k < matrix.size() ? matrix[k] : 0;
+    s.bytes = load[k];
+    s.compute_time = static_cast<Nanos>(cfg_.compute_ms_per_round) * kMilli;
+    const compress::Decision d = policy_[k].update(s);
+    if (d.codec != CodecId::kF32) out.push_back({static_cast<topo::SiteId>(a), static_cast<topo::SiteId>(b), d.codec});
+  }
+  return out;
+}
+
+bool same_codecs(const std::vector<topo::LinkCodec>& a, const std::vector<topo::LinkCodec>& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& x : a) {
+    bool found = false;
+    for (const auto& y : b) found |= x.from == y.from && x.to == y.to && x.codec == y.codec;
+    if (!found) return false;
+  }
+  return true;
+}
+
+}  // namespace sg::ctl
