@@ -142,6 +142,13 @@ Totals Gateway::totals() const {
     t.arp_learned += l.arp_learned.get();
     t.no_mbuf += l.no_mbuf.get();
     t.bad_version += l.bad_version.get();
+    t.relayed_tx += l.relayed_tx.get();
+    t.relayed_rx += l.relayed_rx.get();
+    t.relay_forwarded += l.relay_forwarded.get();
+    t.relay_forwarded_bytes += l.relay_forwarded_bytes.get();
+    t.relay_no_route += l.relay_no_route.get();
+    t.relay_refused += l.relay_refused.get();
+    t.txq_full += l.txq_full.get();
   }
   return t;
 }

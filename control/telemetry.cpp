@@ -42,6 +42,13 @@ int stats_cb(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "arp_answered", t.arp_answered);
   rte_tel_data_add_dict_u64(d, "no_mbuf", t.no_mbuf);
   rte_tel_data_add_dict_u64(d, "idle_sleeps", t.idle_sleeps);
+  rte_tel_data_add_dict_u64(d, "relayed_tx", t.relayed_tx);
+  rte_tel_data_add_dict_u64(d, "relayed_rx", t.relayed_rx);
+  rte_tel_data_add_dict_u64(d, "relay_forwarded", t.relay_forwarded);
+  rte_tel_data_add_dict_u64(d, "relay_forwarded_bytes", t.relay_forwarded_bytes);
+  rte_tel_data_add_dict_u64(d, "relay_no_route", t.relay_no_route);
+  rte_tel_data_add_dict_u64(d, "relay_refused", t.relay_refused);
+  rte_tel_data_add_dict_u64(d, "txq_full", t.txq_full);
   for (size_t i = 0; i < static_cast<size_t>(dp::Drop::kCount); ++i)
     rte_tel_data_add_dict_u64(d, (std::string("drop_") + dp::drop_reason_name(static_cast<dp::Drop>(i))).c_str(),
                               t.drop_by_reason[i]);

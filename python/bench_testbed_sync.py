@@ -24,6 +24,8 @@ def one(backend, gateway, a, rotate, tmp, k):
                                   " --expect site" if gateway == "stub" else ""))
     cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", "3", "--workers", str(a.workers), "--rates", a.rates,
            "--gateway", gateway, "--model-bytes", str(a.bytes), "--worker-cmd", worker, "--quiet"]
+    if backend == "stormgate" and a.extra:
+        cmd += ["--config-extra", a.extra]
     if rotate:
         cmd += ["--rotate", str(rotate)]
     rc = subprocess.call(cmd)
@@ -58,6 +60,9 @@ def main():
     ap.add_argument("--gateway", choices=["stormgate", "stub"], default=os.environ.get("SG_TB_GATEWAY_KIND", "stormgate"),
                     help="stub: the DPDK-free per-site stub (plumbing only: no WAN round, not a valid figure)")
     ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--codec", choices=["f32", "f16", "bf16", "int8", "topk"], default="f32",
+                    help="stormgate compresses every tree link with this codec (compression: always); "
+                         "f32: no compression. gloo always sends f32.")
     a = ap.parse_args()
     a.bytes = a.bytes or ((1 << 20) if a.quick else (16 << 20))
     a.rounds = a.rounds or (1 if a.quick else 3)
@@ -70,8 +75,13 @@ def main():
     os.environ.setdefault("SG_STUB_BIN", os.path.join(build, "client", "tests", "sg_gateway_stub"))
     os.environ.setdefault("STORMGATE_PYEXT_DIR", os.path.join(build, "client"))
     tmp = tempfile.mkdtemp(prefix="sg-tbsync-")
-    print("testbed-sync: %d MB per round, 3 sites x %d workers, uplinks %s Mbit/s, gateway %s"
-          % (a.bytes >> 20, a.workers, a.rates, a.gateway), flush=True)
+    a.extra = ""
+    if a.codec != "f32":
+        a.extra = os.path.join(tmp, "compression.yaml")
+        with open(a.extra, "w") as f:
+            f.write("compression:\n  mode: always\n  codec: %s\n" % a.codec)
+    print("testbed-sync: %d MB per round, 3 sites x %d workers, uplinks %s Mbit/s, gateway %s, stormgate codec %s"
+          % (a.bytes >> 20, a.workers, a.rates, a.gateway, a.codec), flush=True)
     try:
         fixed = series(a, 0, tmp)
         rot = [] if a.quick else series(a, a.rotate, tmp)
@@ -81,7 +91,7 @@ def main():
     print("\n%-24s %12s %12s %10s" % ("links", "stormgate s", "gloo s", "speedup"))
     print("%-24s %12.3f %12.3f %9.2fx" % ("fixed " + a.rates, statistics.median(p[0] for p in fixed),
                                           statistics.median(p[1] for p in fixed), sp))
-    res = {"bench": "testbed-sync", "bytes": a.bytes, "gateway": a.gateway,
+    res = {"bench": "testbed-sync", "bytes": a.bytes, "gateway": a.gateway, "codec": a.codec,
            "stormgate_round_s": round(statistics.median(p[0] for p in fixed), 4),
            "gloo_round_s": round(statistics.median(p[1] for p in fixed), 4), "speedup_vs_gloo": round(sp, 3)}
     if rot:
