@@ -68,6 +68,21 @@ bool Gateway::start() {
         return false;
       }
       for (auto& h : handlers_) h->attach_handoff(handoff_);
+      // Spray the job's DATA over every TX queue: engine 0 deals packets to engine q's ring,
+      // engine q sends them on its own queue (dataplane/MULTIPATH.md).
+      std::vector<rte_ring*> rings{nullptr};
+      for (unsigned q = 1; q < workers; ++q) {
+        rte_ring* r = rte_ring_create(("sg_txq" + std::to_string(q)).c_str(), 1024, rte_socket_id(),
+                                      RING_F_SP_ENQ | RING_F_SC_DEQ);
+        if (!r) {
+          std::fprintf(stderr, "stormgate: cannot create the TX queue ring of engine %u\n", q);
+          return false;
+        }
+        txq_rings_.push_back(r);
+        handlers_[q]->attach_tx_ring(r);
+        rings.push_back(r);
+      }
+      ltp_tx_->set_tx_rings(std::move(rings));
     }
     handlers_[0]->attach_job(job_.get(), ltp_tx_.get());
     // Control <-> engine 0: DATA arrival samples in (SP/SC ring), policies out (RCU slot).
@@ -297,6 +312,15 @@ bool Gateway::stop() {
   engines_.clear();
   handlers_.clear();
   agent_.reset();
+  // Every engine has stopped: what engine 0 dealt to a queue after its engine stopped is freed here.
+  for (rte_ring* r : txq_rings_) {
+    void* objs[32];
+    unsigned n;
+    while ((n = rte_ring_dequeue_burst(r, objs, 32, nullptr)) > 0)
+      rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
+    rte_ring_free(r);
+  }
+  txq_rings_.clear();
   for (rte_ring** r : {&ctl_in_, &ctl_out_}) {
     if (!*r) continue;
     void* objs[32];

@@ -93,6 +93,7 @@ class Gateway {
   std::unique_ptr<dp::LtpTx> ltp_tx_;
   std::unique_ptr<dp::JobRunner> job_;
   rte_ring* handoff_ = nullptr;
+  std::vector<rte_ring*> txq_rings_;  // engine 0 -> engine q: job DATA for queue q (SP/SC)
   // Control thread state.
   void drain_samples();
   std::unique_ptr<dp::PolicySlot> policy_slot_;

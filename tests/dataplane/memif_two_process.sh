@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Two gateway processes over a net_memif pair run 5 gradient rounds of a 2 MB model; both must
 # report every value equal to the exact mean, exit 0 and return every mbuf.
-#   memif_two_process.sh STORMGATE_BINARY
+#   memif_two_process.sh STORMGATE_BINARY [QUEUES]
+# With QUEUES=2 each gateway runs two engines: engine 1 receives half the job's frames (hand-off
+# to engine 0) and sends half of its DATA (TX queue ring), on two lcores sharing one CPU.
 set -uo pipefail
 BIN="$1"
+Q="${2:-1}"
 tmp="$(mktemp -d)"
 sock="/run/sg-test-$$.sock"
 pids=()
@@ -22,6 +25,8 @@ ports:
     vdev: net_memif0,role=$role,id=0,socket=$sock
     ipv4: 10.88.0.$me
     mac: 02:00:00:00:0$me:00
+    rx_queues: $Q
+    tx_queues: $Q
 peers:
   - {id: $peer, name: site-x, address: 10.88.0.$peer}
 telemetry: {stats_interval_ms: 0, pdump: false}
@@ -34,7 +39,8 @@ done
 lcore=(0 1)
 i=0
 for s in a b; do
-  timeout 60 "$BIN" -l 0-1 --main-lcore "${lcore[$i]}" --no-huge --no-pci -m 192 --file-prefix "sgt$$-$s" \
+  if [[ $Q == 1 ]]; then cores=(-l 0-1 --main-lcore "${lcore[$i]}"); else cores=(--lcores "0@${lcore[$i]},1@$((1 - lcore[$i])),2@$((1 - lcore[$i]))" --main-lcore 0); fi
+  timeout 60 "$BIN" "${cores[@]}" --no-huge --no-pci -m 192 --file-prefix "sgt$$-$s" \
     --log-level='*:warning' -- --config "$tmp/$s.yaml" --duration 50 > "$tmp/$s.log" 2>&1 &
   pids+=($!)
   i=$((i + 1))
