@@ -46,8 +46,10 @@ for s in a b; do
   i=$((i + 1))
 done
 rc=0
+codes=()
 for j in 0 1; do
-  wait "${pids[$j]}" || { echo "site $j exited with $?"; rc=1; }
+  wait "${pids[$j]}"
+  codes+=($?)
 done
 pids=()
 for s in a b; do
@@ -55,5 +57,15 @@ for s in a b; do
   grep -q '5 rounds of 2000000 bytes' "$tmp/$s.log" || { echo "site $s: did not run 5 rounds"; tail -5 "$tmp/$s.log"; rc=1; }
   grep -q 'values equal to the exact mean 100.0000%' "$tmp/$s.log" || { echo "site $s: results differ from the exact mean"; rc=1; }
   grep -q 'LEAK' "$tmp/$s.log" && { echo "site $s: mbuf leak"; rc=1; }
+done
+# The memif PMD may segfault in EAL cleanup after everything above was reported (TESTBED.md):
+# exit 139 counts only once the final report, pool check included, is complete.
+i=0
+for s in a b; do
+  c=${codes[$i]}
+  if [[ $c != 0 ]] && ! { [[ $c == 139 ]] && grep -q 'mbuf pool: \([0-9]*\) of \1 back' "$tmp/$s.log"; }; then
+    echo "site $s exited with $c"; rc=1
+  fi
+  i=$((i + 1))
 done
 exit $rc
