@@ -214,9 +214,10 @@ void PolicyAgent::maybe_replan(Nanos now) {
   topo::PlannerOptions opt;
   opt.max_shards = cfg_.topology.shards;
   opt.chunk_bytes = cfg_.transport.chunk_bytes;
-  opt.multipath = false;  // relay forwarding in the dataplane comes with the multipath work
+  // Relays the plan names but no configured path reaches fall back to direct (dataplane/spray).
+  opt.multipath = cfg_.topology.multipath;
   topo::Plan cand = topo::plan_fapt(net, cfg_.job.model_bytes, opt);
-  cand.splits.clear();
+  if (!cfg_.topology.multipath) cand.splits.clear();
   if (topo::validate(cand) != topo::PlanError::kOk) return;
   stats_.replans_considered.fetch_add(1, std::memory_order_relaxed);
   const double cur = topo::round_time(net, current_, cfg_.transport.chunk_bytes).total_s;
