@@ -30,7 +30,7 @@ bool Gateway::start() {
     return false;
   }
   const uint32_t n = dp::mbufs_needed(cfg_, workers);
-  pool_ = dp::create_pool("sg_pool", n, cfg_.dataplane.mbuf_cache, RTE_MBUF_DEFAULT_BUF_SIZE);
+  pool_ = dp::create_pool("sg_pool", n, cfg_.dataplane.mbuf_cache, dp::mbuf_data_room(cfg_));
   if (!pool_) return false;
   if (!dp::setup_ports(cfg_, workers, pool_, ports_)) return false;
   routes_ = dp::build_routes(cfg_, ports_, nbrs_);

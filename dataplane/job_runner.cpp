@@ -77,6 +77,7 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sync_->set_plan(plan, policy_version);
   tx_.sprayer().set_plan(plan, sites_, self_);
   sync_->set_sample_sink(this);
+  sync_->set_result_sink(this);
   policy_ = policy_version;
   c_.policy_version.store(policy_version);
   local_.assign(cfg.job.model_bytes / 4, 0.0f);
@@ -86,7 +87,7 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
     lc.gateway_node = cfg.site.id;
     lc.workers = cfg.job.workers;
     lc.model_floats = cfg.job.model_bytes / 4;
-    lc.chunk_bytes = cfg.transport.chunk_bytes;
+    lc.chunk_bytes = config::worker_chunk_bytes(cfg);
     lc.push_timeout = sc.round_timeout;
     lc.seed = cfg.site.id * 7919ull;
     group_ = std::make_unique<sync::LocalGroup>(lc);
@@ -129,6 +130,26 @@ void JobRunner::on_sample(const ltp::ArrivalSample& s) {
   if (rte_ring_enqueue_elem(samples_, &m, sizeof m) != 0) c_.samples_dropped.add();
 }
 
+// Workers: each piece of the WAN result goes on to them as soon as it is final here.
+void JobRunner::on_result(size_t first, size_t count) {
+  if (!group_ || group_->round() != sync_->round()) return;
+  group_->result_ready(sync_->round(), first, sync_->result().subspan(first, count), now_, tx_);
+}
+
+// Workers: contribution chunks that became final join the running WAN round at once (the
+// round began with the first push), so the WAN part overlaps the pushes.
+void JobRunner::feed_local_st(Nanos now) {
+  if (!group_ || !sync_->running() || sync_->round() != group_->round()) return;
+  const size_t cf = config::worker_chunk_bytes(cfg_) / 4;
+  const size_t total = local_.size();
+  const auto ready = group_->take_ready_chunks();
+  for (uint32_t c : ready) {
+    const size_t first = static_cast<size_t>(c) * cf;
+    if (first < total) sync_->local_ready(first, std::min(cf, total - first), now, tx_);
+  }
+  if (!ready.empty()) next_wake_ = 0;  // senders and result transfers have new chunks: poll them
+}
+
 void JobRunner::maybe_switch_policy_st() {
   if (!slot_) return;
   const PolicySnapshot* p = slot_->peek_st();
@@ -150,9 +171,11 @@ void JobRunner::on_stop_st() {
 }
 
 void JobRunner::on_packet_st(std::span<const uint8_t> msg, Nanos now) {
+  now_ = now;
   auto common = wire::parse_common(msg);
   if (group_ && common && common->src_node >= sync::kWorkerNodeBase) {
     group_->on_packet(msg, now, tx_);
+    feed_local_st(now);
   } else {
     sync_->on_packet(msg, now, tx_);
   }
@@ -160,6 +183,7 @@ void JobRunner::on_packet_st(std::span<const uint8_t> msg, Nanos now) {
 }
 
 unsigned JobRunner::poll_st(Nanos now) {
+  now_ = now;
   if (slot_) {
     if (!online_) {
       slot_->online_st();
@@ -190,7 +214,9 @@ unsigned JobRunner::poll_st(Nanos now) {
       c_.last_round.store(round_, std::memory_order_relaxed);
       if (cfg_.job.workers == 0) check_result();
       if (group_) {
-        delivered_ = group_->deliver(round_, sync_->result(), now, tx_);
+        // Every result chunk went to the workers as it became final; this ends the round
+        // (anything the WAN round gave up on is sent as the site's own mean).
+        delivered_ = group_->finish(round_, now, tx_);
         if (delivered_) c_.worker_rounds.add();
       }
       if (cfg_.job.rounds && round_ >= cfg_.job.rounds) {
@@ -200,17 +226,19 @@ unsigned JobRunner::poll_st(Nanos now) {
     }
     maybe_switch_policy_st();
     if (group_) {
-      // The WAN result goes back to the workers; the next round starts when they push it.
-      if (!delivered_ && group_->deliver(round_, sync_->result(), now, tx_)) {
+      if (!delivered_ && group_->finish(round_, now, tx_)) {
         delivered_ = true;
         c_.worker_rounds.add();
         ++work;
       }
-      if (delivered_ && group_->contribution_ready(group_->round()) && may_begin(group_->round()) &&
-          sync_->begin_round(group_->round(), group_->contribution(), now, tx_)) {
+      // The WAN round begins with the round's first push and takes the site's contribution
+      // chunk by chunk as the workers' copies complete (feed_local_st).
+      if (delivered_ && group_->round_started() && may_begin(group_->round()) &&
+          sync_->begin_round(group_->round(), group_->contribution_buffer(), now, tx_, true)) {
         round_ = group_->round();
         checked_ = false;
         next_wake_ = 0;  // the new round's timers: see below
+        feed_local_st(now);
         ++work;
       }
     }
@@ -231,7 +259,10 @@ unsigned JobRunner::poll_st(Nanos now) {
   }
   if (now >= next_wake_) {
     next_wake_ = sync_->poll(now, tx_);
-    if (group_) next_wake_ = std::min(next_wake_, group_->poll(now, tx_));
+    if (group_) {
+      next_wake_ = std::min(next_wake_, group_->poll(now, tx_));
+      feed_local_st(now);  // the push timeout may have made chunks final
+    }
     ++work;
   }
   return work;

@@ -39,7 +39,7 @@ std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg);
 // version 1 without talking. Returns false with a message if the planner cannot serve.
 bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error);
 
-class JobRunner final : private sync::SampleSink {
+class JobRunner final : private sync::SampleSink, private sync::ResultSink {
  public:
   JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx);
 
@@ -65,6 +65,8 @@ class JobRunner final : private sync::SampleSink {
   void fill_local(uint32_t round);
   void check_result();
   void on_sample(const ltp::ArrivalSample& s) override;
+  void on_result(size_t first, size_t count) override;
+  void feed_local_st(Nanos now);
   void maybe_switch_policy_st();
 
   const config::GatewayConfig& cfg_;
@@ -73,7 +75,8 @@ class JobRunner final : private sync::SampleSink {
   int self_ = 0;
   std::unique_ptr<sync::SiteSync> sync_;
   std::unique_ptr<sync::LocalGroup> group_;  // job.workers > 0: the site's workers
-  bool delivered_ = true;
+  bool delivered_ = true;  // the last WAN round's result went to the workers (finish)
+  Nanos now_ = 0;          // time of the call in progress (for SiteSync's result callbacks)
   std::vector<float> local_;
   uint32_t round_ = 0;
   bool checked_ = true;

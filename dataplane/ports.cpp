@@ -56,6 +56,16 @@ uint32_t mbufs_needed(const config::GatewayConfig& cfg, unsigned workers) {
   return round_up_pow2_minus1(static_cast<uint32_t>(std::min<uint64_t>(n, 1u << 24)));
 }
 
+uint16_t mbuf_data_room(const config::GatewayConfig& cfg) {
+  uint32_t mtu = 1500;
+  for (const auto& p : cfg.ports) mtu = std::max<uint32_t>(mtu, p.mtu);
+  if (mtu <= 1500) return RTE_MBUF_DEFAULT_BUF_SIZE;
+  // Jumbo ports: a whole frame in one mbuf (Ethernet header, two VLAN tags, FCS), rounded up
+  // to 1 KB so that net_af_packet's framesz (e.g. 9216 for mtu 9000) fits the mbuf too.
+  const uint32_t frame = (mtu + RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN + RTE_ETHER_CRC_LEN + 1023) / 1024 * 1024;
+  return static_cast<uint16_t>(frame + RTE_PKTMBUF_HEADROOM);
+}
+
 rte_mempool* create_pool(const std::string& name, uint32_t mbufs, uint16_t cache, uint16_t data_room) {
   rte_mempool* mp = rte_pktmbuf_pool_create(name.c_str(), mbufs, std::min<uint32_t>(cache, RTE_MEMPOOL_CACHE_MAX_SIZE),
                                             0, data_room, rte_socket_id());
@@ -104,12 +114,13 @@ bool setup_ports(const config::GatewayConfig& cfg, unsigned workers, rte_mempool
       std::fprintf(stderr, "stormgate: port '%s': configure failed: %s\n", pc.name.c_str(), rte_strerror(-rc));
       return false;
     }
-    // Virtual devices refuse MTU changes; that is fine when they already carry our frames.
+    // Virtual devices may refuse MTU changes; that is fine when they already carry our frames
+    // (net_af_packet / net_af_xdp: the kernel interface's MTU and the PMD's framesz decide).
     if (pc.mtu != 1500) {
       if (int rc = rte_eth_dev_set_mtu(p.id, pc.mtu); rc != 0) {
-        std::fprintf(stderr, "stormgate: port '%s': cannot set mtu %u: %s\n", pc.name.c_str(), pc.mtu,
-                     rte_strerror(-rc));
-        return false;
+        std::fprintf(stderr, "stormgate: port '%s': cannot set mtu %u: %s%s\n", pc.name.c_str(), pc.mtu,
+                     rte_strerror(-rc), pc.vdev.empty() ? "" : " (virtual device: using its own; it must carry such frames)");
+        if (pc.vdev.empty()) return false;
       }
     }
     uint16_t rxd = pc.rx_desc, txd = pc.tx_desc;

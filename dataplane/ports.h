@@ -29,6 +29,8 @@ struct Port {
 // How many mbufs the pool needs: every descriptor full, every lcore cache full, every engine's
 // TX buffers full, plus headroom for packets held by the transport. `override` (config) wins.
 uint32_t mbufs_needed(const config::GatewayConfig& cfg, unsigned workers);
+// mbuf data room (headroom included) that holds a whole frame of the largest port MTU.
+uint16_t mbuf_data_room(const config::GatewayConfig& cfg);
 
 // Creates the pool (name must be unique per process). Prints the reason and returns null on failure.
 rte_mempool* create_pool(const std::string& name, uint32_t mbufs, uint16_t cache, uint16_t data_room);

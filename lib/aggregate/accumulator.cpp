@@ -66,13 +66,14 @@ std::span<const float> Accumulator::chunk_values(uint32_t chunk) const {
 }
 
 void Accumulator::finalise(Finalise mode) {
-  if (mode == Finalise::kSum) return;
-  for (uint32_t c = 0; c < chunks_; ++c) {
-    // Count 0: nothing arrived, the chunk is zero already; count 1: dividing changes nothing.
-    if (counts_[c] <= 1) continue;
-    auto d = chunk_data(c);
-    k_->divide(d.data(), d.size(), static_cast<float>(counts_[c]));
-  }
+  for (uint32_t c = 0; c < chunks_; ++c) finalise_chunk(c, mode);
+}
+
+void Accumulator::finalise_chunk(uint32_t chunk, Finalise mode) {
+  // Count 0: nothing arrived, the chunk is zero already; count 1: dividing changes nothing.
+  if (mode == Finalise::kSum || chunk >= chunks_ || counts_[chunk] <= 1) return;
+  auto d = chunk_data(chunk);
+  k_->divide(d.data(), d.size(), static_cast<float>(counts_[chunk]));
 }
 
 void Accumulator::reset() {

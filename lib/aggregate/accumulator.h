@@ -59,6 +59,9 @@ class Accumulator {
 
   // Turns the sums into the round's result, in place. Call once per round.
   void finalise(Finalise mode);
+  // The same for one chunk (streaming: a chunk is final before the others). Call at most
+  // once per chunk and round, and never together with finalise().
+  void finalise_chunk(uint32_t chunk, Finalise mode);
 
   // Zeroes sums and counts for the next round.
   void reset();

@@ -136,6 +136,11 @@ struct JobConfig {
   uint32_t rounds = 0;            // 0: until stopped
   uint32_t workers = 0;
   uint32_t round_timeout_ms = 30000;
+  // Gradient bytes per DATA packet between the workers and this gateway; 0: as
+  // transport.chunk_bytes. The LAN usually carries jumbo frames where the WAN does not:
+  // 8 KB chunks cut the hand-off's packets six-fold. Workers must use the same value
+  // (STORMGATE_CHUNK_BYTES).
+  uint32_t worker_chunk_bytes = 0;
 };
 
 // Stormgate's own impairment layer (this kernel has no netem): received LTP DATA from other
@@ -163,6 +168,11 @@ struct GatewayConfig {
   const PortConfig* find_port(const std::string& name) const;
   const PeerConfig* find_peer(uint16_t id) const;
 };
+
+// Chunk bytes between the workers and this gateway (job.worker_chunk_bytes, or the WAN's).
+inline uint32_t worker_chunk_bytes(const GatewayConfig& c) {
+  return c.job.worker_chunk_bytes ? c.job.worker_chunk_bytes : c.transport.chunk_bytes;
+}
 
 std::string format_mac(const MacAddr& m);
 std::string format_ipv4(const Ipv4Addr& a);

@@ -27,6 +27,19 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
                   "a second port named '" + p.name + "'");
     if (!smallest || p.mtu < smallest->mtu) smallest = &p;
   }
+  const PortConfig* largest = nullptr;
+  for (const auto& p : cfg.ports)
+    if (!largest || p.mtu > largest->mtu) largest = &p;
+  if (const uint32_t wc = cfg.job.worker_chunk_bytes) {
+    if (wc % 4 != 0 || wc < 64)
+      errs.add_at("job.worker_chunk_bytes", "0, or a multiple of 4 of at least 64", std::to_string(wc));
+    if (largest && wc > largest->mtu - kIpUdpBytes - kLtpDataHeaderMax - kAuthTagBytes)
+      errs.add_at("job.worker_chunk_bytes",
+                  "at most " + std::to_string(largest->mtu - kIpUdpBytes - kLtpDataHeaderMax - kAuthTagBytes) +
+                      " so a chunk fits the largest port's mtu (port '" + largest->name + "', mtu " +
+                      std::to_string(largest->mtu) + ")",
+                  std::to_string(wc));
+  }
   if (smallest) {
     const uint32_t room = smallest->mtu - kIpUdpBytes - kLtpDataHeaderMax - kAuthTagBytes;
     if (cfg.transport.chunk_bytes > room)

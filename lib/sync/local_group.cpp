@@ -14,6 +14,7 @@ struct LocalGroup::Out {
   std::unique_ptr<ltp::Sender> sender;
   bool started = false;
   bool counted = false;  // its end was looked at (result_timeouts)
+  uint32_t round = 0;    // the round its result transfer carries
 };
 
 namespace {
@@ -55,7 +56,11 @@ LocalGroup::LocalGroup(const LocalGroupConfig& cfg) : cfg_(cfg), rng_(cfg.seed),
   acc_ = std::make_unique<agg::Accumulator>(cfg_.model_floats, cfg_.chunk_bytes / 4);
   push_.assign(cfg_.workers, Push::kNone);
   got_.assign(cfg_.workers, 0);
+  pending_.assign(chunks_, static_cast<uint16_t>(cfg_.workers));
+  final_.assign(chunks_, 0);
+  ready_list_.reserve(chunks_);
   result_.assign(cfg_.model_floats, 0.0f);
+  res_missing_.assign(chunks_, 0);
   for (uint32_t w = 0; w < cfg_.workers; ++w) {
     outs_.push_back(std::make_unique<Out>());
     ltp::SenderConfig sc = cfg_.sender;
@@ -80,6 +85,26 @@ std::span<const float> LocalGroup::contribution() const {
   return acc_->values();
 }
 
+std::span<const float> LocalGroup::contribution_buffer() const {
+  if (!ok()) return {};
+  return acc_->values();
+}
+
+std::span<const uint32_t> LocalGroup::take_ready_chunks() {
+  const auto out = std::span<const uint32_t>(ready_list_).subspan(ready_taken_);
+  ready_taken_ = ready_list_.size();
+  return out;
+}
+
+void LocalGroup::resolve(uint32_t chunk) {
+  if (chunk >= chunks_ || final_[chunk] || pending_[chunk] == 0) return;
+  if (--pending_[chunk] > 0) return;
+  acc_->finalise_chunk(chunk, agg::Finalise::kMean);
+  final_[chunk] = 1;
+  ready_list_.push_back(chunk);
+}
+
+
 void LocalGroup::start_round(uint32_t round, Nanos now, ltp::PacketSink& tx) {
   // round_ first: callbacks for transfers the receiver closes now are for an older round
   // and are ignored.
@@ -89,6 +114,11 @@ void LocalGroup::start_round(uint32_t round, Nanos now, ltp::PacketSink& tx) {
   ended_ = present_ = 0;
   std::fill(push_.begin(), push_.end(), Push::kNone);
   std::fill(got_.begin(), got_.end(), 0u);
+  std::fill(pending_.begin(), pending_.end(), static_cast<uint16_t>(cfg_.workers));
+  std::fill(final_.begin(), final_.end(), 0);
+  ready_list_.clear();
+  ready_taken_ = 0;
+  results_open_ = false;
   acc_->reset();
   receiver_->begin_round(cfg_.job, round, 0, now, *this, tx);
 }
@@ -100,35 +130,52 @@ void LocalGroup::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> paylo
     ++stats_.bad_chunks;
     return;
   }
-  if (ready_) {
-    // The push timeout made the round ready without this chunk. A worker that shows up
+  if (ready_ || final_[c.chunk_index]) {
+    // The push timeout made the chunk final without this copy. A worker that shows up
     // only now still gets the round's result, so that it stays in step.
     ++stats_.late_chunks;
-    if (push_[w] == Push::kNone) push_[w] = Push::kLate;
+    if (push_[w] == Push::kNone) {
+      push_[w] = Push::kLate;
+      if (results_open_) start_result(static_cast<uint32_t>(w), now_);
+    }
     return;
   }
-  // One contribution per worker per chunk, whatever the header claims.
+  // One contribution per worker per chunk, whatever the header claims. A copy that does not
+  // decode counts as given up.
   if (compress::add_encoded(*acc_, c.chunk_index, c.codec, payload, 1) != compress::CodecError::kOk) {
     ++stats_.bad_chunks;
+    resolve(c.chunk_index);
     return;
   }
   ++got_[w];
-  if (push_[w] == Push::kNone) push_[w] = Push::kOpen;
+  if (push_[w] == Push::kNone) {
+    push_[w] = Push::kOpen;
+    if (results_open_) start_result(static_cast<uint32_t>(w), now_);
+  }
   if (!any_push_) {
     any_push_ = true;
     first_push_ = now_;
   }
+  resolve(c.chunk_index);
 }
 
 void LocalGroup::on_bubble(const ltp::ChunkRef& c, ltp::FillRule) {
   // Nothing to add: the chunk's contributor count stays lower and its mean unbiased.
-  if (worker_of(c.key.src_node) >= 0 && c.key.round == round_ && !ready_) ++stats_.push_bubbles;
+  if (worker_of(c.key.src_node) < 0 || c.key.round != round_ || c.key.job != cfg_.job || c.key.shard != 0 ||
+      c.chunk_count != chunks_ || ready_)
+    return;
+  ++stats_.push_bubbles;
+  resolve(c.chunk_index);
 }
 
 void LocalGroup::on_transfer_end(const ltp::TransferSummary& s) {
   const int w = worker_of(s.key.src_node);
   if (w < 0 || s.key.round != round_ || s.key.job != cfg_.job || ready_) return;
   if (push_[w] == Push::kDone || push_[w] == Push::kBad) return;
+  // A push of the right shape resolved each of its chunks (arrived or bubble) before it
+  // ended; one of another shape resolved none.
+  if (s.chunk_count != chunks_)
+    for (uint32_t c = 0; c < chunks_; ++c) resolve(c);
   push_[w] = got_[w] > 0 ? Push::kDone : Push::kBad;
   ++ended_;
   if (got_[w] > 0) ++present_;
@@ -138,7 +185,12 @@ void LocalGroup::on_transfer_end(const ltp::TransferSummary& s) {
 void LocalGroup::make_ready() {
   present_ = 0;
   for (uint32_t g : got_) present_ += g > 0;
-  acc_->finalise(agg::Finalise::kMean);
+  // Chunks still waiting for somebody are final with what they have.
+  for (uint32_t c = 0; c < chunks_; ++c)
+    if (!final_[c]) {
+      pending_[c] = 1;
+      resolve(c);
+    }
   ready_ = true;
   ++stats_.rounds;
 }
@@ -207,43 +259,105 @@ Nanos LocalGroup::poll(Nanos now, ltp::PacketSink& tx) {
   return next;
 }
 
-bool LocalGroup::deliver(uint32_t round, std::span<const float> result, Nanos now, ltp::PacketSink& tx) {
-  if (!ok() || !contribution_ready(round) || result.size() != result_.size()) return false;
-  now_ = now;
-  // Result transfers still running share result_: stop them before it is overwritten.
-  for (uint32_t w = 0; w < cfg_.workers; ++w) {
-    Out& o = *outs_[w];
-    if (!o.started || o.sender->done()) continue;
+// A result transfer still running (a worker that stopped answering) gets a fresh sender.
+void LocalGroup::abandon_result(uint32_t w) {
+  Out& o = *outs_[w];
+  if (o.started && !o.sender->done()) {
     ++stats_.result_abandoned;
     ltp::SenderConfig sc = cfg_.sender;
     sc.local_node = cfg_.gateway_node;
     sc.peer_node = static_cast<uint16_t>(kWorkerNodeBase + w);
     sc.max_chunks = chunks_;
     o.sender = std::make_unique<ltp::Sender>(sc, o.rc, rng_);
-    o.started = false;
   }
-  std::copy(result.begin(), result.end(), result_.begin());
+  o.started = false;
+}
+
+// Result transfer to worker w for the round being collected, carrying result_ and releasing
+// the chunks already complete.
+void LocalGroup::start_result(uint32_t w, Nanos now) {
+  Out& o = *outs_[w];
+  abandon_result(w);
   ltp::TransferSpec spec;
   spec.job = cfg_.job;
-  spec.round = round;
+  spec.round = round_;
   spec.policy_version = 0;
   spec.shard = 0;
-  spec.contributors = static_cast<uint16_t>(std::max<uint32_t>(present_, 1));
+  spec.contributors = static_cast<uint16_t>(std::min<uint32_t>(std::max<uint32_t>(cfg_.workers, 1), 0xffff));
   spec.codec = CodecId::kF32;
   spec.chunk_size = cfg_.chunk_bytes;
   spec.data = {reinterpret_cast<const uint8_t*>(result_.data()), result_.size() * sizeof(float)};
+  spec.streaming = true;
+  if (!o.sender->start(spec, now)) return;
+  o.started = true;
+  o.counted = false;
+  o.round = round_;
+  for (uint32_t c = 0; c < chunks_; ++c)
+    if (res_missing_[c] == 0) o.sender->release(c, now);
+}
+
+void LocalGroup::release_result_chunk(uint32_t chunk) {
   for (uint32_t w = 0; w < cfg_.workers; ++w) {
-    if (push_[w] == Push::kNone || push_[w] == Push::kBad) continue;  // kOpen, kDone, kLate get it
     Out& o = *outs_[w];
-    if (o.sender->start(spec, now)) {
-      o.started = true;
-      o.counted = false;
-      o.sender->poll(now, tx);
+    if (o.started && o.round == round_) o.sender->release(chunk, now_);
+  }
+}
+
+bool LocalGroup::result_ready(uint32_t round, size_t first, std::span<const float> values, Nanos now,
+                              ltp::PacketSink& tx) {
+  (void)tx;  // result DATA leaves on the next poll()
+  if (!ok() || round != round_ || first > result_.size() || values.size() > result_.size() - first) return false;
+  now_ = now;
+  if (!results_open_) {
+    // The round's first result: every result transfer of earlier rounds that still runs
+    // reads result_ and is abandoned before it is overwritten.
+    results_open_ = true;
+    for (uint32_t c = 0; c < chunks_; ++c) res_missing_[c] = static_cast<uint32_t>(acc_->chunk_elems(c));
+    for (uint32_t w = 0; w < cfg_.workers; ++w) {
+      abandon_result(w);
+      if (push_[w] == Push::kOpen || push_[w] == Push::kDone || push_[w] == Push::kLate) start_result(w, now);
     }
+  }
+  std::copy(values.begin(), values.end(), result_.begin() + static_cast<std::ptrdiff_t>(first));
+  const size_t cf = cfg_.chunk_bytes / 4;
+  const size_t end = first + values.size();
+  for (size_t c = first / cf; c < chunks_ && c * cf < end; ++c) {
+    const size_t lo = std::max(first, c * cf), hi = std::min(end, c * cf + acc_->chunk_elems(static_cast<uint32_t>(c)));
+    if (hi <= lo || res_missing_[c] == 0) continue;
+    const auto got = static_cast<uint32_t>(hi - lo);
+    res_missing_[c] = got >= res_missing_[c] ? 0 : res_missing_[c] - got;
+    if (res_missing_[c] == 0) release_result_chunk(static_cast<uint32_t>(c));
+  }
+  return true;
+}
+
+bool LocalGroup::finish(uint32_t round, Nanos now, ltp::PacketSink& tx) {
+  if (!ok() || round != round_) return false;
+  now_ = now;
+  if (!ready_) make_ready();
+  // Result chunks nobody gave (the WAN round gave up on them) carry this site's own mean,
+  // so that every worker still gets a whole result.
+  const auto mine = acc_->values();
+  if (!results_open_) result_ready(round, 0, {}, now, tx);
+  for (uint32_t c = 0; c < chunks_; ++c) {
+    if (res_missing_[c] == 0) continue;
+    ++stats_.result_filled;
+    const size_t off = static_cast<size_t>(c) * (cfg_.chunk_bytes / 4);
+    result_ready(round, off, mine.subspan(off, acc_->chunk_elems(c)), now, tx);
   }
   delivered_present_ = present_;
   ++stats_.delivered;
   start_round(round + 1, now, tx);
+  return true;
+}
+
+bool LocalGroup::deliver(uint32_t round, std::span<const float> result, Nanos now, ltp::PacketSink& tx) {
+  if (!ok() || !contribution_ready(round) || result.size() != result_.size()) return false;
+  result_ready(round, 0, result, now, tx);
+  finish(round, now, tx);
+  // Send the first burst now, as before streaming.
+  for (auto& o : outs_)
+    if (o->started && !o->sender->done()) o->sender->poll(now, tx);
   return true;
 }
 

@@ -13,12 +13,25 @@
 // others, never counted as zeros. SiteSync then averages sites: the global result is the
 // mean of site means, which is the exact global mean when every site has as many workers.
 //
-// Rounds. The group collects one round at a time, starting at cfg.first_round. deliver(R)
-// moves it to R+1 at once (workers may push R+1 while results of R are still in flight).
-// While nothing of the current round has arrived, a push for a later round moves the group
+// Streaming (what the gateway does, so that neither the WAN round waits for whole pushes
+// nor the workers for the whole result):
+//   contribution  chunk c is final -- the mean over the workers whose copy of c arrived --
+//                 once every worker's copy arrived or was given up (a bubble, the worker's
+//                 push ended, the push timeout); take_ready_chunks() hands out the chunks
+//                 that became final since the last call, contribution_buffer() holds them.
+//   result        result_ready() copies a range of the round's result; each chunk complete
+//                 in it leaves at once for every worker, on result transfers that start with
+//                 the round's first result range (streaming LTP transfers: workers neither
+//                 Early-Close nor give up on them while more is coming). finish() ends the
+//                 round once the whole result was given.
+// deliver() is the store-and-forward form: the whole result, then finish().
+//
+// Rounds. The group collects one round at a time, starting at cfg.first_round. finish(R)
+// (and deliver(R)) move it to R+1 at once (workers may push R+1 while results of R are still
+// in flight). While nothing of the current round has arrived, a push for a later round moves the group
 // there (workers that restarted, or a gateway that started late; once a round was delivered,
 // by at most max_round_jump); a push for an earlier round is answered with CLOSE(kStale),
-// which the worker reports as an error. A ready contribution waits for deliver(): pushes of
+// which the worker reports as an error. A ready contribution waits for finish(): pushes of
 // later rounds are dropped meanwhile and retried by the workers.
 //
 // Missing workers. Once the first push of a round has arrived, the round's contribution is
@@ -69,7 +82,7 @@ enum class LocalGroupError : uint8_t {
 
 struct LocalGroupStats {
   uint64_t rounds = 0;            // contributions made ready
-  uint64_t delivered = 0;         // deliver() calls that started result transfers
+  uint64_t delivered = 0;         // rounds finished (deliver / finish) and answered to the workers
   uint64_t push_timeouts = 0;     // rounds made ready by push_timeout
   uint64_t missing_workers = 0;   // workers absent from a round made ready by timeout
   uint64_t push_bubbles = 0;      // chunks a worker's push closed without
@@ -79,7 +92,8 @@ struct LocalGroupStats {
   uint64_t skipped_rounds = 0;    // rounds jumped over because workers pushed a later one
   uint64_t refused_jumps = 0;     // pushes more than max_round_jump ahead (not followed)
   uint64_t result_timeouts = 0;   // result transfers that gave up (worker gone)
-  uint64_t result_abandoned = 0;  // result transfers still running at the next deliver()
+  uint64_t result_abandoned = 0;  // result transfers still running when the next round's results began
+  uint64_t result_filled = 0;     // result chunks finish() had not been given: the site's own mean sent
 };
 
 class LocalGroup final : private ltp::ReceiverSink {
@@ -108,14 +122,35 @@ class LocalGroup final : private ltp::ReceiverSink {
   // delivered last).
   uint32_t contributors() const { return ready_ ? present_ : delivered_present_; }
 
-  // Sends `result` (model_floats values; copied) to every worker that pushed for `round`
-  // (also those whose push arrived only after the push timeout),
-  // and starts collecting round + 1. Result transfers of the previous deliver() still
-  // running are abandoned (counted; this re-creates their sender, the only allocation
-  // after construction, and only for a worker that stopped answering). False (nothing changes) unless contribution_ready(round)
-  // and the size matches.
+  // Streaming contribution: chunks that became final since the last call (indices of
+  // chunk_bytes / 4 floats in contribution_buffer()), for the round being collected. The
+  // span is valid until the next call into the group.
+  std::span<const uint32_t> take_ready_chunks();
+  // The round's contribution as it fills: a chunk's values are final once take_ready_chunks
+  // named it, and stay so until finish(). Stable address for the group's lifetime.
+  std::span<const float> contribution_buffer() const;
+  // Some push of the round being collected has arrived (a WAN round can begin).
+  bool round_started() const { return any_push_ || ready_; }
+
+  // Streaming result: floats [first, first + values.size()) of `round`'s result (copied).
+  // The first call of a round starts the result transfers to every worker that pushed (a
+  // worker whose push shows up later gets its transfer then); every chunk completed by the
+  // call is sent to each of them. False (nothing changes) unless `round` is the round being
+  // collected and the range fits.
+  bool result_ready(uint32_t round, size_t first, std::span<const float> values, Nanos now, ltp::PacketSink& tx);
+  // Ends `round`: the contribution is made final (push timeout rules aside), result chunks
+  // never given are sent as this site's own mean (counted), and collecting round + 1 begins.
+  // False (nothing changes) unless `round` is the round being collected.
+  bool finish(uint32_t round, Nanos now, ltp::PacketSink& tx);
+
+  // Store and forward: sends `result` (model_floats values; copied) to every worker that
+  // pushed for `round` (also those whose push arrived only after the push timeout) and starts
+  // collecting round + 1. Result transfers still running from the round before are abandoned
+  // (counted; this re-creates their sender, the only allocation after construction, and
+  // only for a worker that stopped answering). False (nothing changes) unless
+  // contribution_ready(round) and the size matches.
   bool deliver(uint32_t round, std::span<const float> result, Nanos now, ltp::PacketSink& tx);
-  // Every result transfer of the last deliver() has ended (acked, closed or given up).
+  // Every result transfer of the last round's results has ended (acked, closed or given up).
   bool round_delivered() const;
 
   const LocalGroupStats& stats() const { return stats_; }
@@ -131,8 +166,11 @@ class LocalGroup final : private ltp::ReceiverSink {
   void on_transfer_end(const ltp::TransferSummary& s) override;
   int worker_of(uint16_t node) const;
   void start_round(uint32_t round, Nanos now, ltp::PacketSink& tx);
-  void maybe_ready(Nanos now);
   void make_ready();
+  void resolve(uint32_t chunk);            // one more worker's copy of chunk arrived or was given up
+  void start_result(uint32_t w, Nanos now);
+  void abandon_result(uint32_t w);
+  void release_result_chunk(uint32_t chunk);
 
   LocalGroupConfig cfg_;
   LocalGroupError error_ = LocalGroupError::kOk;
@@ -141,8 +179,14 @@ class LocalGroup final : private ltp::ReceiverSink {
   std::unique_ptr<agg::Accumulator> acc_;
   std::vector<Push> push_;
   std::vector<uint32_t> got_;  // chunks counted per worker this round
+  std::vector<uint16_t> pending_;      // per chunk: workers whose copy is still awaited
+  std::vector<uint8_t> final_;         // per chunk: the contribution's mean is final
+  std::vector<uint32_t> ready_list_;   // chunks made final this round, in order
+  size_t ready_taken_ = 0;             // of them, handed out by take_ready_chunks
   std::vector<std::unique_ptr<Out>> outs_;
   std::vector<float> result_;
+  std::vector<uint32_t> res_missing_;  // per chunk: result floats not yet given this round
+  bool results_open_ = false;          // result transfers of round_ have started
   Rng rng_;
   LocalGroupStats stats_;
   uint32_t round_ = 0;

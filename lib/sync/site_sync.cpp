@@ -36,6 +36,8 @@ struct SiteSync::Shard {
   size_t first = 0, floats = 0;
   std::unique_ptr<agg::Accumulator> acc;
   std::vector<uint16_t> up_seen;   // per chunk: children whose copy arrived or was given up
+  std::vector<uint32_t> local_missing;  // per chunk: floats of our own part not yet final
+  std::vector<uint8_t> up_sent;    // per chunk: complete and passed on (up_chunk_ready ran)
   std::vector<uint8_t> down_have;  // per chunk: result known (arrived, filled, or computed)
   uint32_t up_ready = 0, down_ready = 0;
   uint32_t children_done = 0;
@@ -159,6 +161,8 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
     sh.floats = tree.bytes() / 4;
     sh.acc = std::make_unique<agg::Accumulator>(sh.floats, chunk_floats);
     sh.up_seen.assign(sh.acc->chunk_count(), 0);
+    sh.local_missing.assign(sh.acc->chunk_count(), 0);
+    sh.up_sent.assign(sh.acc->chunk_count(), 0);
     sh.down_have.assign(sh.acc->chunk_count(), 0);
     max_chunks = std::max(max_chunks, sh.acc->chunk_count());
     incoming += static_cast<uint32_t>(sh.children.size()) + (sh.parent >= 0 ? 1 : 0);
@@ -219,7 +223,8 @@ std::span<float> SiteSync::result_range(int s) {
   return {result_.data() + shards_[s].first, shards_[s].floats};
 }
 
-bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos now, ltp::PacketSink& tx) {
+bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos now, ltp::PacketSink& tx,
+                           bool local_streaming) {
   if (!have_plan_ || running_ || local.size() != result_.size()) return false;
   now_ = now;
   round_ = round;
@@ -238,15 +243,19 @@ bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos n
     Shard& sh = shards_[s];
     sh.acc->reset();
     std::fill(sh.up_seen.begin(), sh.up_seen.end(), 0);
+    std::fill(sh.up_sent.begin(), sh.up_sent.end(), 0);
     std::fill(sh.down_have.begin(), sh.down_have.end(), 0);
     sh.up_ready = sh.down_ready = 0;
     sh.children_done = 0;
     sh.up_done = sh.down_done = sh.down_started = false;
-    // Our own contribution goes in first, one contributor per chunk.
+    // Our own contribution goes in first, one contributor per chunk -- or, streaming, each
+    // chunk once local_ready() completed it.
     const auto mine = local.subspan(sh.first, sh.floats);
     for (uint32_t c = 0; c < sh.acc->chunk_count(); ++c) {
       const size_t off = c * cf;
-      sh.acc->add(c, as_bytes(mine.subspan(off, std::min(cf, sh.floats - off))), 1);
+      const size_t n = std::min(cf, sh.floats - off);
+      sh.local_missing[c] = local_streaming ? static_cast<uint32_t>(n) : 0;
+      if (!local_streaming) sh.acc->add(c, as_bytes(mine.subspan(off, n)), 1);
     }
     // The up transfer starts now and streams chunks as they complete.
     if (sh.parent >= 0) {
@@ -272,11 +281,44 @@ bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos n
       if (sh.down_residual.empty()) dc = CodecId::kF32;
       start_down(static_cast<int>(s), dc, now);
     }
-    if (sh.children.empty())
-      for (uint32_t c = 0; c < sh.acc->chunk_count(); ++c) up_chunk_ready(static_cast<int>(s), c);
+    if (sh.children.empty() && !local_streaming)
+      for (uint32_t c = 0; c < sh.acc->chunk_count(); ++c) try_up(static_cast<int>(s), c);
   }
   advance(now, tx);
   return true;
+}
+
+void SiteSync::local_ready(size_t first, size_t count, Nanos now, ltp::PacketSink& tx) {
+  if (!running_ || first >= local_.size() || count == 0) return;
+  now_ = now;
+  const size_t end = std::min(local_.size(), first + count);
+  const size_t cf = cfg_.chunk_bytes / 4;
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    Shard& sh = shards_[s];
+    const size_t lo = std::max(first, sh.first), hi = std::min(end, sh.first + sh.floats);
+    if (lo >= hi) continue;
+    for (size_t c = (lo - sh.first) / cf; c * cf + sh.first < hi; ++c) {
+      const size_t clo = sh.first + c * cf;
+      const size_t chi = std::min(clo + cf, sh.first + sh.floats);
+      const auto got = static_cast<uint32_t>(std::min(hi, chi) - std::max(lo, clo));
+      uint32_t& miss = sh.local_missing[c];
+      if (miss == 0 || sh.up_sent[c]) continue;
+      miss = got >= miss ? 0 : miss - got;
+      if (miss > 0) continue;
+      sh.acc->add(static_cast<uint32_t>(c), as_bytes(local_.subspan(clo, chi - clo)), 1);
+      try_up(static_cast<int>(s), static_cast<uint32_t>(c));
+    }
+  }
+  advance(now, tx);
+}
+
+// Chunk c of shard s is complete once every child's copy arrived or was given up and our own
+// part is in (or given up at the round timeout).
+void SiteSync::try_up(int s, uint32_t c) {
+  Shard& sh = shards_[s];
+  if (sh.up_sent[c] || sh.up_seen[c] < sh.children.size() || sh.local_missing[c] != 0) return;
+  sh.up_sent[c] = 1;
+  up_chunk_ready(s, c);
 }
 
 bool SiteSync::start_out(int oi, CodecId codec, std::span<const uint8_t> data, uint32_t chunk_size,
@@ -378,6 +420,10 @@ void SiteSync::down_chunk_ready(int s, uint32_t c) {
   sh.down_have[c] = 1;
   ++sh.down_ready;
   for (int oi : sh.child_out) release(oi, c);
+  if (results_) {
+    const size_t off = static_cast<size_t>(c) * (cfg_.chunk_bytes / 4);
+    results_->on_result(sh.first + off, std::min<size_t>(cfg_.chunk_bytes / 4, sh.floats - off));
+  }
 }
 
 // Chunk c never came from the parent: this site's own values (or zeros, or the previous
@@ -423,7 +469,8 @@ void SiteSync::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload
     }
     if (compress::add_encoded(*sh.acc, c.chunk_index, c.codec, payload, c.contributors) != compress::CodecError::kOk)
       ++stats_.bad_chunks;  // counts as absent: the rescale covers it
-    if (++sh.up_seen[c.chunk_index] == sh.children.size()) up_chunk_ready(s, c.chunk_index);
+    ++sh.up_seen[c.chunk_index];
+    try_up(s, c.chunk_index);
     return;
   }
   if (src == sh.parent && !sh.down_have[c.chunk_index]) {
@@ -465,8 +512,10 @@ void SiteSync::on_bubble(const ltp::ChunkRef& c, ltp::FillRule) {
     fill_down(s, c.chunk_index);
   } else if (src >= 0 && std::find(sh.children.begin(), sh.children.end(), src) != sh.children.end()) {
     ++stats_.up_bubbles;  // absent contributor: the chunk's count says so, the rescale handles it
-    if (sh.up_seen[c.chunk_index] < sh.children.size() && ++sh.up_seen[c.chunk_index] == sh.children.size())
-      up_chunk_ready(s, c.chunk_index);
+    if (sh.up_seen[c.chunk_index] < sh.children.size()) {
+      ++sh.up_seen[c.chunk_index];
+      try_up(s, c.chunk_index);
+    }
   }
 }
 
@@ -488,14 +537,16 @@ void SiteSync::on_sample(const ltp::ArrivalSample& s) {
 }
 
 // Every child's transfer ended (or the round timed out): chunks still short of a copy are
-// complete with what they have.
-void SiteSync::up_complete(int s) {
+// complete with what they have -- and at the timeout (without_local) also without our own
+// part where it never came.
+void SiteSync::up_complete(int s, bool without_local) {
   Shard& sh = shards_[s];
   if (sh.up_done) return;
   for (uint32_t c = 0; c < sh.acc->chunk_count(); ++c) {
-    if (sh.up_seen[c] >= sh.children.size()) continue;
+    if (sh.up_sent[c]) continue;
     sh.up_seen[c] = static_cast<uint16_t>(sh.children.size());
-    up_chunk_ready(s, c);
+    if (without_local) sh.local_missing[c] = 0;
+    try_up(s, c);
   }
 }
 
@@ -514,7 +565,7 @@ void SiteSync::advance(Nanos now, ltp::PacketSink& tx) {
     if (!pending_up_.empty()) {
       const int s = pending_up_.back();
       pending_up_.pop_back();
-      up_complete(s);
+      up_complete(s, false);
     } else {
       const int s = pending_down_.back();
       pending_down_.pop_back();
@@ -595,7 +646,7 @@ Nanos SiteSync::poll(Nanos now, ltp::PacketSink& tx) {
     // Give up on whoever did not deliver: absent contributors going up, fills going down.
     ++stats_.timeouts;
     for (size_t s = 0; s < shards_.size(); ++s) {
-      up_complete(static_cast<int>(s));
+      up_complete(static_cast<int>(s), true);
       down_complete(static_cast<int>(s));
     }
     dirty_.clear();

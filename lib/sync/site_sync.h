@@ -85,6 +85,16 @@ struct SyncStats {
   uint64_t encoded_chunks = 0;   // chunks sent compressed (up: per link; down: at the root)
 };
 
+// Each piece of the round's result as soon as it is final here (arrived from the parent,
+// computed at the root, or filled), so that the gateway can stream it on to its workers.
+// Called from inside begin_round / local_ready / on_packet / poll; every float of the
+// result is named exactly once per round.
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  virtual void on_result(size_t first, size_t count) = 0;
+};
+
 // Per DATA arrival, for the passive throughput estimator (control thread, lib/measure).
 class SampleSink {
  public:
@@ -114,7 +124,14 @@ class SiteSync final : private ltp::ReceiverSink {
 
   // Starts `round` with this site's contribution (`local` must hold plan.model_bytes / 4
   // floats and stay valid until round_done()). False if a round is still running or no plan.
-  bool begin_round(uint32_t round, std::span<const float> local, Nanos now, ltp::PacketSink& tx);
+  // local_streaming: `local` is still being filled (the site's workers are pushing); only
+  // the parts named by local_ready() are read, each chunk as soon as it is complete, and a
+  // chunk whose local part never comes is completed without it by the round timeout.
+  bool begin_round(uint32_t round, std::span<const float> local, Nanos now, ltp::PacketSink& tx,
+                   bool local_streaming = false);
+  // Floats [first, first + count) of the running round's `local` are final. Each float is
+  // named at most once per round (repeats are ignored only where a whole chunk was counted).
+  void local_ready(size_t first, size_t count, Nanos now, ltp::PacketSink& tx);
 
   // An LTP message addressed to this site's job (the UDP payload). DATA goes to the
   // receiver; ACK, CLOSE and REJECT to the sender they answer.
@@ -134,6 +151,7 @@ class SiteSync final : private ltp::ReceiverSink {
   std::span<const float> result() const { return {result_.data(), result_.size()}; }
 
   void set_sample_sink(SampleSink* s) { samples_ = s; }
+  void set_result_sink(ResultSink* s) { results_ = s; }
   const SyncStats& stats() const { return stats_; }
   const ltp::Receiver& receiver() const { return *receiver_; }
   const topo::Plan& plan() const { return plan_; }
@@ -158,10 +176,11 @@ class SiteSync final : private ltp::ReceiverSink {
                  Nanos now);
   void start_down(int s, CodecId codec, Nanos now);
   void release(int oi, uint32_t c);
+  void try_up(int s, uint32_t c);
   void up_chunk_ready(int s, uint32_t c);
   void down_chunk_ready(int s, uint32_t c);
   void fill_down(int s, uint32_t c);
-  void up_complete(int s);
+  void up_complete(int s, bool without_local);
   void down_complete(int s);
   void advance(Nanos now, ltp::PacketSink& tx);
   void finish_round_if_done(Nanos now);
@@ -182,6 +201,7 @@ class SiteSync final : private ltp::ReceiverSink {
   std::span<const float> local_;
   Rng rng_;
   SampleSink* samples_ = nullptr;
+  ResultSink* results_ = nullptr;
   SyncStats stats_;
   uint32_t round_ = 0;
   bool running_ = false;
