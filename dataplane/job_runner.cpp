@@ -145,7 +145,8 @@ void JobRunner::feed_local_st(Nanos now) {
   const auto ready = group_->take_ready_chunks();
   for (uint32_t c : ready) {
     const size_t first = static_cast<size_t>(c) * cf;
-    if (first < total) sync_->local_ready(first, std::min(cf, total - first), now, tx_);
+    if (first < total)
+      sync_->local_ready(first, std::min(cf, total - first), now, tx_, group_->chunk_contributors(c) > 0);
   }
   if (!ready.empty()) next_wake_ = 0;  // senders and result transfers have new chunks: poll them
 }

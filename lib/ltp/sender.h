@@ -88,7 +88,9 @@ class Sender {
 
   // Streaming transfers: makes chunk i (or every chunk) sendable. Repeats are ignored.
   // Counts as progress: waiting for upstream data is not the peer's silence.
-  void release(uint32_t i, Nanos now);
+  // hole: the sender has nothing for chunk i; it is sent flagged (kFlagHole) so that the
+  // receiver counts it delivered and adds nothing.
+  void release(uint32_t i, Nanos now, bool hole = false);
   void release_all(Nanos now);
   uint32_t released() const { return released_; }
 
@@ -129,6 +131,7 @@ class Sender {
     uint8_t state = kUnsent;
     bool retransmitted = false;
     bool released = false;
+    bool hole = false;         // released as a hole (kFlagHole)
     bool app_limited = false;  // sent with nothing else released to send: rate sample understates
   };
   struct Flight {

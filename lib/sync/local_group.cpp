@@ -130,6 +130,10 @@ void LocalGroup::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> paylo
     ++stats_.bad_chunks;
     return;
   }
+  if (c.contributors == 0) {  // a hole: the worker has nothing there, like a bubble
+    on_bubble(c, ltp::FillRule::kZero);
+    return;
+  }
   if (ready_ || final_[c.chunk_index]) {
     // The push timeout made the chunk final without this copy. A worker that shows up
     // only now still gets the round's result, so that it stays in step.

@@ -129,6 +129,9 @@ class LocalGroup final : private ltp::ReceiverSink {
   // The round's contribution as it fills: a chunk's values are final once take_ready_chunks
   // named it, and stay so until finish(). Stable address for the group's lifetime.
   std::span<const float> contribution_buffer() const;
+  // Workers whose copy of a final chunk counted (0: nothing of it arrived: the site has no
+  // contribution there).
+  uint32_t chunk_contributors(uint32_t chunk) const { return chunk < chunks_ ? acc_->contributors(chunk) : 0; }
   // Some push of the round being collected has arrived (a WAN round can begin).
   bool round_started() const { return any_push_ || ready_; }
 

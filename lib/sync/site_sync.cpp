@@ -37,6 +37,7 @@ struct SiteSync::Shard {
   std::unique_ptr<agg::Accumulator> acc;
   std::vector<uint16_t> up_seen;   // per chunk: children whose copy arrived or was given up
   std::vector<uint32_t> local_missing;  // per chunk: floats of our own part not yet final
+  std::vector<uint8_t> local_absent;    // per chunk: part of our own part will never come
   std::vector<uint8_t> up_sent;    // per chunk: complete and passed on (up_chunk_ready ran)
   std::vector<uint8_t> down_have;  // per chunk: result known (arrived, filled, or computed)
   uint32_t up_ready = 0, down_ready = 0;
@@ -162,6 +163,7 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
     sh.acc = std::make_unique<agg::Accumulator>(sh.floats, chunk_floats);
     sh.up_seen.assign(sh.acc->chunk_count(), 0);
     sh.local_missing.assign(sh.acc->chunk_count(), 0);
+    sh.local_absent.assign(sh.acc->chunk_count(), 0);
     sh.up_sent.assign(sh.acc->chunk_count(), 0);
     sh.down_have.assign(sh.acc->chunk_count(), 0);
     max_chunks = std::max(max_chunks, sh.acc->chunk_count());
@@ -244,6 +246,7 @@ bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos n
     sh.acc->reset();
     std::fill(sh.up_seen.begin(), sh.up_seen.end(), 0);
     std::fill(sh.up_sent.begin(), sh.up_sent.end(), 0);
+    std::fill(sh.local_absent.begin(), sh.local_absent.end(), 0);
     std::fill(sh.down_have.begin(), sh.down_have.end(), 0);
     sh.up_ready = sh.down_ready = 0;
     sh.children_done = 0;
@@ -288,7 +291,7 @@ bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos n
   return true;
 }
 
-void SiteSync::local_ready(size_t first, size_t count, Nanos now, ltp::PacketSink& tx) {
+void SiteSync::local_ready(size_t first, size_t count, Nanos now, ltp::PacketSink& tx, bool present) {
   if (!running_ || first >= local_.size() || count == 0) return;
   now_ = now;
   const size_t end = std::min(local_.size(), first + count);
@@ -304,8 +307,9 @@ void SiteSync::local_ready(size_t first, size_t count, Nanos now, ltp::PacketSin
       uint32_t& miss = sh.local_missing[c];
       if (miss == 0 || sh.up_sent[c]) continue;
       miss = got >= miss ? 0 : miss - got;
+      if (!present) sh.local_absent[c] = 1;
       if (miss > 0) continue;
-      sh.acc->add(static_cast<uint32_t>(c), as_bytes(local_.subspan(clo, chi - clo)), 1);
+      if (!sh.local_absent[c]) sh.acc->add(static_cast<uint32_t>(c), as_bytes(local_.subspan(clo, chi - clo)), 1);
       try_up(static_cast<int>(s), static_cast<uint32_t>(c));
     }
   }
@@ -359,10 +363,10 @@ void SiteSync::start_down(int s, CodecId codec, Nanos now) {
   }
 }
 
-void SiteSync::release(int oi, uint32_t c) {
+void SiteSync::release(int oi, uint32_t c, bool hole) {
   Out& o = *outs_[oi];
   if (!o.started) return;
-  o.sender->release(c, now_);
+  o.sender->release(c, now_, hole);
   if (!o.dirty) {
     o.dirty = true;
     dirty_.push_back(oi);
@@ -375,6 +379,20 @@ void SiteSync::up_chunk_ready(int s, uint32_t c) {
   // Chunks some contributors are missing from are scaled to the subtree's full count, so
   // the mean at the root averages what arrived instead of counting bubbles as zeros.
   const uint32_t have = sh.acc->contributors(c);
+  if (have == 0) {
+    // Nothing of this chunk reached us (our own part absent, every child's a bubble or a
+    // hole): a hole for the parent; at the root, filled like a chunk the parent never sent.
+    if (sh.parent >= 0) {
+      release(sh.up_out, c, /*hole=*/true);
+    } else {
+      fill_down(s, c);
+    }
+    if (++sh.up_ready == sh.acc->chunk_count()) {
+      sh.up_done = true;
+      if (sh.parent < 0) sh.down_done = true;
+    }
+    return;
+  }
   auto vals = sh.acc->chunk_data(c);
   if (have > 0 && have < sh.subtree) {
     const float k = static_cast<float>(sh.subtree) / static_cast<float>(have);
@@ -467,10 +485,18 @@ void SiteSync::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload
       ++stats_.bad_chunks;
       return;
     }
-    if (compress::add_encoded(*sh.acc, c.chunk_index, c.codec, payload, c.contributors) != compress::CodecError::kOk)
+    // A hole (contributors 0) adds nothing, like a bubble.
+    if (c.contributors > 0 &&
+        compress::add_encoded(*sh.acc, c.chunk_index, c.codec, payload, c.contributors) != compress::CodecError::kOk)
       ++stats_.bad_chunks;  // counts as absent: the rescale covers it
     ++sh.up_seen[c.chunk_index];
     try_up(s, c.chunk_index);
+    return;
+  }
+  if (src == sh.parent && !sh.down_have[c.chunk_index] && c.contributors == 0) {
+    ++stats_.down_bubbles;  // the root never sends holes; filled like one that never came
+    start_down(s, CodecId::kF32, now_);
+    fill_down(s, c.chunk_index);
     return;
   }
   if (src == sh.parent && !sh.down_have[c.chunk_index]) {
@@ -545,7 +571,10 @@ void SiteSync::up_complete(int s, bool without_local) {
   for (uint32_t c = 0; c < sh.acc->chunk_count(); ++c) {
     if (sh.up_sent[c]) continue;
     sh.up_seen[c] = static_cast<uint16_t>(sh.children.size());
-    if (without_local) sh.local_missing[c] = 0;
+    if (without_local && sh.local_missing[c] != 0) {
+      sh.local_missing[c] = 0;
+      sh.local_absent[c] = 1;
+    }
     try_up(s, c);
   }
 }

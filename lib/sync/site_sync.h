@@ -131,7 +131,10 @@ class SiteSync final : private ltp::ReceiverSink {
                    bool local_streaming = false);
   // Floats [first, first + count) of the running round's `local` are final. Each float is
   // named at most once per round (repeats are ignored only where a whole chunk was counted).
-  void local_ready(size_t first, size_t count, Nanos now, ltp::PacketSink& tx);
+  // present false: this site has nothing there (none of its workers' copies arrived); a
+  // chunk with any such part contributes nothing, and a chunk nobody below contributed to
+  // goes up as a hole (kFlagHole), so means stay over what arrived.
+  void local_ready(size_t first, size_t count, Nanos now, ltp::PacketSink& tx, bool present = true);
 
   // An LTP message addressed to this site's job (the UDP payload). DATA goes to the
   // receiver; ACK, CLOSE and REJECT to the sender they answer.
@@ -175,7 +178,7 @@ class SiteSync final : private ltp::ReceiverSink {
   bool start_out(int oi, CodecId codec, std::span<const uint8_t> data, uint32_t chunk_size, uint16_t contributors,
                  Nanos now);
   void start_down(int s, CodecId codec, Nanos now);
-  void release(int oi, uint32_t c);
+  void release(int oi, uint32_t c, bool hole = false);
   void try_up(int s, uint32_t c);
   void up_chunk_ready(int s, uint32_t c);
   void down_chunk_ready(int s, uint32_t c);

@@ -34,7 +34,10 @@ inline constexpr uint8_t kFlagMore = 0x04;        // CLOSE: more bitmap parts fo
 // DATA: the sender has not yet released every chunk of the transfer (it forwards chunks as
 // its own inputs complete), so a quiet transfer is waiting upstream, not lost: no Early Close.
 inline constexpr uint8_t kFlagPartial = 0x08;
-inline constexpr uint8_t kKnownFlags = kFlagRetransmit | kFlagAuthTag | kFlagMore | kFlagPartial;
+// DATA: the sender has nothing for this chunk (none of its inputs arrived): the receiver
+// counts it delivered and adds nothing, so a mean over what arrived stays unbiased.
+inline constexpr uint8_t kFlagHole = 0x10;
+inline constexpr uint8_t kKnownFlags = kFlagRetransmit | kFlagAuthTag | kFlagMore | kFlagPartial | kFlagHole;
 
 // AEAD tag (e.g. AES-GCM) after the payload; the header is the associated data. Space is
 // reserved and length-checked now; computing it is a later issue.

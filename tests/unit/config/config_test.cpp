@@ -217,6 +217,27 @@ TEST(ConfigErrors, ChunkMustFitMtu) {
   EXPECT_EQ(e.line, 13);
 }
 
+TEST(ConfigErrors, WorkerChunkMustFitTheLargestMtu) {
+  std::string t = kMinimal;
+  t += "job:\n  model_bytes: 4096\n  worker_chunk_bytes: 8192\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "job.worker_chunk_bytes");
+  EXPECT_NE(e.expected.find("mtu 1500"), std::string::npos);
+
+  // A jumbo port carries it; the WAN chunk stays at its own size.
+  std::string ok = kMinimal;
+  ok.replace(ok.find("    ipv4: 10.0.0.1\n"), 19, "    ipv4: 10.0.0.1\n    mtu: 9000\n");
+  ok += "job:\n  model_bytes: 4096\n  worker_chunk_bytes: 8192\n";
+  LoadResult r = load_config_text(ok, "t.yaml");
+  ASSERT_TRUE(r.config) << all_errors(r);
+  EXPECT_EQ(worker_chunk_bytes(*r.config), 8192u);
+  EXPECT_EQ(r.config->transport.chunk_bytes, 1344u);
+
+  std::string odd = kMinimal;
+  odd += "job:\n  worker_chunk_bytes: 1001\n";
+  EXPECT_EQ(one_error(odd).key_path, "job.worker_chunk_bytes");
+}
+
 TEST(ConfigErrors, PortNeedsExactlyOneDevice) {
   std::string t = kMinimal;
   t.replace(t.find("    vdev: net_ring0\n"), 20, "");

@@ -325,6 +325,18 @@ TEST_F(ReceiverTest, StreamingSenderIsNotClosedEarlyWhileItSaysMoreIsComing) {
   EXPECT_EQ(sink_.bubbles, std::vector<uint32_t>{99});
 }
 
+TEST_F(ReceiverTest, HoleIsDeliveredWithNoContributors) {
+  auto f = fields(2, 4);
+  f.flags = wire::kFlagHole;
+  feed(data(f));
+  feed(data(fields(3, 4)));
+  ASSERT_EQ(sink_.refs.size(), 2u);
+  EXPECT_EQ(sink_.refs[0].chunk_index, 2u);
+  EXPECT_EQ(sink_.refs[0].contributors, 0u) << "a hole: the sink adds nothing";
+  EXPECT_GT(sink_.refs[1].contributors, 0u);
+  EXPECT_EQ(rx_->stats().delivered, 2u) << "and it is not asked for again";
+}
+
 TEST_F(ReceiverTest, BelowThresholdWaitsAndPastTheBoundFallsBackToReliable) {
   for (uint32_t i = 0; i < 80; ++i) feed(data(fields(i, 100)));
   now_ += 600 * kMilli;  // well past any quiet time

@@ -482,5 +482,95 @@ TEST(LocalGroup, RejectsUnusableConfigs) {
   EXPECT_FALSE(g.deliver(1, r, 0, port)) << "nothing collected yet";
 }
 
+// Streaming: chunks are handed out as every worker's copy arrives (before the whole push is
+// in), each once and already the exact mean; result pieces given back go to the workers at
+// once, and finish() ends the round with every worker holding the whole result.
+TEST(LocalGroup, StreamingHandsOutFinalChunksAndStreamsResultsBack) {
+  Site s(2, 30011, 0, 0, 5);
+  const size_t cf = kChunk / 4;
+  for (uint32_t round = 1; round <= 2; ++round) {
+    s.fill(round);
+    for (size_t w = 0; w < 2; ++w) s.workers[w]->begin(round, s.lan.now_, *s.ports[w]);
+    const auto m = s.mean_of({0, 1});
+    std::vector<uint8_t> handed(s.group->chunk_count(), 0);
+    std::vector<float> result(m.size());
+    uint32_t handed_n = 0, handed_before_ready = 0;
+    bool finished = false;
+    const Nanos end = s.lan.now_ + 5 * kSecond;
+    while (s.lan.now_ < end) {
+      for (uint32_t c : s.group->take_ready_chunks()) {
+        ASSERT_LT(c, handed.size());
+        ASSERT_EQ(handed[c], 0) << "chunk " << c << " handed out twice";
+        handed[c] = 1;
+        ++handed_n;
+        handed_before_ready += !s.group->contribution_ready(round);
+        EXPECT_EQ(s.group->chunk_contributors(c), 2u);
+        const size_t first = c * cf, n = std::min(cf, m.size() - first);
+        const auto v = s.group->contribution_buffer().subspan(first, n);
+        for (size_t k = 0; k < n; ++k) {
+          ASSERT_NEAR(v[k], m[first + k], 1e-6f * (1 + std::abs(m[first + k]))) << first + k;
+          result[first + k] = 2.0f * v[k];  // stands in for the WAN round
+        }
+        ASSERT_TRUE(s.group->result_ready(round, first, std::span<const float>(result).subspan(first, n), s.lan.now_,
+                                          s.gw_port));
+      }
+      if (!finished && handed_n == handed.size()) {
+        ASSERT_TRUE(s.group->finish(round, s.lan.now_, s.gw_port));
+        finished = true;
+      }
+      Nanos next = std::min(end, s.group->poll(s.lan.now_, s.gw_port));
+      bool all = finished;
+      for (size_t w = 0; w < 2; ++w) {
+        next = std::min(next, s.workers[w]->poll(s.lan.now_, *s.ports[w]));
+        all &= s.workers[w]->result->ended();
+      }
+      if (all && s.group->round_delivered()) break;
+      if (!s.lan.q_.empty()) next = std::min(next, s.lan.q_.top().at);
+      s.lan.now_ = std::max(s.lan.now_ + 1, next);
+      while (!s.lan.q_.empty() && s.lan.q_.top().at <= s.lan.now_) {
+        Packet p = s.lan.q_.top();
+        s.lan.q_.pop();
+        s.deliver_packet(p);
+      }
+    }
+    ASSERT_TRUE(finished) << "round " << round;
+    EXPECT_GT(handed_before_ready, handed.size() / 2) << "chunks were handed out before the whole push was in";
+    for (auto& w : s.workers) {
+      ASSERT_TRUE(w->result->ended());
+      EXPECT_EQ(0, std::memcmp(w->got().data(), result.data(), result.size() * 4)) << "round " << round;
+    }
+    EXPECT_EQ(s.group->round(), round + 1);
+    EXPECT_EQ(s.group->stats().result_filled, 0u);
+  }
+}
+
+// finish() before every result piece was given: the missing chunks carry the site's own mean.
+TEST(LocalGroup, FinishFillsResultChunksNeverGiven) {
+  Site s(1, 5000);
+  s.fill(1);
+  s.workers[0]->begin(1, 0, *s.ports[0]);
+  bool finished = false;
+  const Nanos end = 5 * kSecond;
+  while (s.lan.now_ < end && !(finished && s.workers[0]->result->ended())) {
+    if (!finished && s.group->contribution_ready(1)) {
+      ASSERT_TRUE(s.group->finish(1, s.lan.now_, s.gw_port));  // no result_ready at all
+      finished = true;
+    }
+    Nanos next = std::min({end, s.group->poll(s.lan.now_, s.gw_port), s.workers[0]->poll(s.lan.now_, *s.ports[0])});
+    if (!s.lan.q_.empty()) next = std::min(next, s.lan.q_.top().at);
+    s.lan.now_ = std::max(s.lan.now_ + 1, next);
+    while (!s.lan.q_.empty() && s.lan.q_.top().at <= s.lan.now_) {
+      Packet p = s.lan.q_.top();
+      s.lan.q_.pop();
+      s.deliver_packet(p);
+    }
+  }
+  ASSERT_TRUE(s.workers[0]->result->ended());
+  EXPECT_EQ(s.group->stats().result_filled, s.group->chunk_count());
+  EXPECT_EQ(0, std::memcmp(s.workers[0]->got().data(), s.workers[0]->grad.data(), 5000 * 4))
+      << "one worker: the site's own mean is its gradient";
+  EXPECT_FALSE(s.group->finish(1, s.lan.now_, s.gw_port)) << "round 1 is over";
+}
+
 }  // namespace
 }  // namespace sg::sync

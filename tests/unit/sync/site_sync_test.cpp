@@ -401,5 +401,197 @@ TEST(SiteSync, RejectsPlansThatDoNotFit) {
   EXPECT_FALSE(s.begin_round(1, wrong, 0, port)) << "local gradient of the wrong size";
 }
 
+
+// Streaming: each site's own part arrives in pieces while the round runs (its workers are
+// still pushing); the result leaves in pieces as it becomes final.
+class RecordingResults final : public ResultSink {
+ public:
+  explicit RecordingResults(size_t floats) : seen(floats, 0) {}
+  void on_result(size_t first, size_t count) override {
+    ++calls;
+    for (size_t k = first; k < first + count && k < seen.size(); ++k) ++seen[k];
+  }
+  std::vector<uint8_t> seen;
+  uint64_t calls = 0;
+};
+
+// Feeds each site's local values in ranges of random length (not chunk-aligned), in random
+// order, one range per `every`; ranges a site is told to withhold are never given.
+struct Feeder {
+  struct Range {
+    size_t first, count;
+  };
+  std::vector<Range> ranges;
+  size_t next = 0;
+  size_t absent_from = SIZE_MAX;  // ranges from this index on are reported absent
+
+  Feeder(size_t floats, uint64_t seed, double withhold_from = 1.0) {
+    Rng r(seed);
+    for (size_t at = 0; at < floats;) {
+      const size_t n = std::min(floats - at, static_cast<size_t>(1 + r.next() % 700));
+      if (static_cast<double>(at) < withhold_from * static_cast<double>(floats)) ranges.push_back({at, n});
+      at += n;
+    }
+    for (size_t i = ranges.size(); i > 1; --i) std::swap(ranges[i - 1], ranges[r.next() % i]);
+  }
+};
+
+bool run_streaming_round(Cluster& c, uint32_t round, Nanos limit, std::vector<Feeder>& feed, Nanos every,
+                         std::vector<std::unique_ptr<RecordingResults>>& results, std::vector<Nanos>& first_result,
+                         std::vector<Nanos>& last_feed) {
+  const int n = static_cast<int>(c.sites.size());
+  for (int i = 0; i < n; ++i) {
+    results[i] = std::make_unique<RecordingResults>(c.local[i].size());
+    c.sites[i]->set_result_sink(results[i].get());
+    EXPECT_TRUE(c.sites[i]->begin_round(round, c.local[i], c.net.now_, *c.ports[i], /*local_streaming=*/true));
+  }
+  first_result.assign(n, -1);
+  last_feed.assign(n, 0);
+  Nanos next_feed = c.net.now_;
+  const Nanos end = c.net.now_ + limit;
+  while (c.net.now_ < end) {
+    if (c.net.now_ >= next_feed) {
+      for (int i = 0; i < n; ++i) {
+        if (feed[i].next >= feed[i].ranges.size()) continue;
+        const bool present = feed[i].next < feed[i].absent_from;
+        const auto r = feed[i].ranges[feed[i].next++];
+        c.sites[i]->local_ready(r.first, r.count, c.net.now_, *c.ports[i], present);
+        last_feed[i] = c.net.now_;
+      }
+      next_feed = c.net.now_ + every;
+    }
+    bool all_done = true;
+    Nanos next = std::min(end, next_feed);
+    for (int i = 0; i < n; ++i) {
+      next = std::min(next, c.sites[i]->poll(c.net.now_, *c.ports[i]));
+      if (first_result[i] < 0 && results[i]->calls) first_result[i] = c.net.now_;
+      all_done &= c.sites[i]->round_done();
+    }
+    if (all_done) return true;
+    if (!c.net.q_.empty()) next = std::min(next, c.net.q_.top().at);
+    c.net.now_ = std::max(c.net.now_ + 1, next);
+    while (!c.net.q_.empty() && c.net.q_.top().at <= c.net.now_) {
+      Packet p = c.net.q_.top();
+      c.net.q_.pop();
+      c.sites[p.dst]->on_packet(p.bytes, c.net.now_, *c.ports[p.dst]);
+      if (first_result[p.dst] < 0 && results[p.dst]->calls) first_result[p.dst] = c.net.now_;
+    }
+  }
+  return false;
+}
+
+TEST(SiteSync, StreamedLocalPartsAndResultsGiveTheExactMean) {
+  const int n = 3;
+  Cluster c(n, 3 * 40000, 3, 2 * kMilli, 0.0, 17);
+  std::vector<std::unique_ptr<RecordingResults>> results(n);
+  std::vector<Nanos> first_result, last_feed;
+  for (uint32_t round = 1; round <= 2; ++round) {
+    c.fill_round(round);
+    std::vector<Feeder> feed;
+    for (int i = 0; i < n; ++i) feed.emplace_back(c.local[i].size(), round * 10 + i);
+    ASSERT_TRUE(run_streaming_round(c, round, 10 * kSecond, feed, 50 * kMicro, results, first_result, last_feed));
+    const auto m = c.mean();
+    for (int i = 0; i < n; ++i) {
+      auto r = c.sites[i]->result();
+      // Exact: no chunk left before every float of its local part was given.
+      for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(r[k], m[k], 1e-5 * (1 + std::abs(m[k]))) << "site " << i << " " << k;
+      for (size_t k = 0; k < m.size(); ++k) ASSERT_EQ(results[i]->seen[k], 1) << "each result float named once, site " << i;
+      // The result started flowing while this site was still being fed.
+      EXPECT_GE(first_result[i], 0);
+      EXPECT_LT(first_result[i], last_feed[i]) << "site " << i;
+      EXPECT_EQ(c.sites[i]->stats().timeouts, 0u);
+    }
+  }
+}
+
+// Checks values well inside the first half against the mean of all three sites and well
+// inside the second half against the mean of the two others than `missing` (near the
+// boundary a chunk may hold both kinds).
+void expect_half_and_half(const Cluster& c, int site, int missing = 2) {
+  const size_t half = c.local[missing].size() / 2, cf = 1024 / 4;
+  auto r = c.sites[site]->result();
+  for (size_t k = 0; k < r.size(); ++k) {
+    const double m3 = (double(c.local[0][k]) + c.local[1][k] + c.local[2][k]) / 3;
+    const double m2 = (m3 * 3 - c.local[missing][k]) / 2;
+    if (k + 2 * cf < half)
+      ASSERT_NEAR(r[k], m3, 1e-5 * (1 + std::abs(m3))) << "site " << site << " value " << k;
+    else if (k > half + 2 * cf)
+      ASSERT_NEAR(r[k], m2, 1e-5 * (1 + std::abs(m2))) << "site " << site << " value " << k;
+  }
+}
+
+TEST(SiteSync, StreamedAbsentLocalPartsTravelAsHoles) {
+  // Site 2's workers delivered only the first half (the gateway's LocalGroup then reports
+  // the rest absent): those chunks go up as holes at once, every mean is over what arrived,
+  // and nobody waits for a timeout -- whatever the trees (a star, a chain, a two-level tree).
+  const int n = 3;
+  Cluster c(n, 3 * 8000, 3, 2 * kMilli, 0.0, 23);
+  c.fill_round(1);
+  std::vector<Feeder> feed;
+  for (int i = 0; i < n; ++i) feed.emplace_back(c.local[i].size(), 40 + i, i == 2 ? 0.5 : 1.0);
+  std::vector<std::unique_ptr<RecordingResults>> results(n);
+  std::vector<Nanos> first_result, last_feed;
+  // The absent half is reported once the present one was fed.
+  const size_t half_start = [&] {
+    size_t end = 0;
+    for (const auto& r : feed[2].ranges) end = std::max(end, r.first + r.count);
+    return end;
+  }();
+  feed[2].ranges.push_back({half_start, c.local[2].size() - half_start});
+  feed[2].absent_from = feed[2].ranges.size() - 1;
+  ASSERT_TRUE(run_streaming_round(c, 1, 10 * kSecond, feed, 50 * kMicro, results, first_result, last_feed));
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(c.sites[i]->stats().timeouts, 0u) << "site " << i;
+    expect_half_and_half(c, i);
+  }
+  EXPECT_LT(c.net.now_, kSecond) << "holes end the round without waiting for a timeout";
+}
+
+// One star rooted at site 0, model in one shard.
+topo::Plan star_at_0(uint64_t bytes) {
+  topo::Plan p;
+  p.num_sites = 3;
+  p.model_bytes = bytes;
+  topo::ShardTree t;
+  t.root = 0;
+  t.byte_end = bytes;
+  t.parent = {topo::kNoSite, 0, 0};
+  p.shards.push_back(t);
+  return p;
+}
+
+TEST(SiteSync, StreamedLocalPartNeverGivenByALeafIsLeftOut) {
+  // Leaf site 2 never completes its second half: the root gives its quiet transfer up
+  // (closing it, which ends site 2's sender too) and averages sites 0 and 1 there.
+  const uint64_t bytes = 3 * 8000;
+  const topo::Plan p = star_at_0(bytes);
+  Cluster c(3, bytes, 1, 2 * kMilli, 0.0, 29, false, &p);
+  c.fill_round(1);
+  std::vector<Feeder> feed;
+  for (int i = 0; i < 3; ++i) feed.emplace_back(c.local[i].size(), 50 + i, i == 2 ? 0.5 : 1.0);
+  std::vector<std::unique_ptr<RecordingResults>> results(3);
+  std::vector<Nanos> first_result, last_feed;
+  ASSERT_TRUE(run_streaming_round(c, 1, 60 * kSecond, feed, 50 * kMicro, results, first_result, last_feed));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(c.sites[i]->round_done()) << "site " << i;
+  for (int i = 0; i < 2; ++i) expect_half_and_half(c, i);
+}
+
+TEST(SiteSync, StreamedLocalPartNeverGivenAtTheRootIsLeftOutAtTheTimeout) {
+  // The root's own second half never comes: at its round timeout those chunks complete
+  // without it, as the mean of sites 1 and 2. (Sites 1 and 2 reach their own timeout at the
+  // same instant here and fill what they are missing, so only the root is checked.)
+  const uint64_t bytes = 3 * 8000;
+  const topo::Plan p = star_at_0(bytes);
+  Cluster c(3, bytes, 1, 2 * kMilli, 0.0, 31, false, &p);
+  c.fill_round(1);
+  std::vector<Feeder> feed;
+  for (int i = 0; i < 3; ++i) feed.emplace_back(c.local[i].size(), 60 + i, i == 0 ? 0.5 : 1.0);
+  std::vector<std::unique_ptr<RecordingResults>> results(3);
+  std::vector<Nanos> first_result, last_feed;
+  ASSERT_TRUE(run_streaming_round(c, 1, 60 * kSecond, feed, 50 * kMicro, results, first_result, last_feed));
+  EXPECT_EQ(c.sites[0]->stats().timeouts, 1u);
+  expect_half_and_half(c, 0, /*missing=*/0);
+}
+
 }  // namespace
 }  // namespace sg::sync
