@@ -49,7 +49,7 @@ class ResultSink final : public ltp::ReceiverSink {
 
   void on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) override {
     if (c.key.round != round_ || ended_) return;  // a leftover of an older round
-    if (c.contributors == 0) {  // a hole: nothing to take, keep our own like a bubble
+    if (c.holes & 1) {  // a hole: nothing to take, keep our own like a bubble
       on_bubble(c, ltp::FillRule::kLocal);
       return;
     }

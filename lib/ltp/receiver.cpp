@@ -245,9 +245,7 @@ void Receiver::on_data(const wire::DataMsg& m, size_t msg_len, Nanos now, Receiv
   const bool in_order = idx == t->cum;
   if (in_order) t->cum = t->bits.next_clear(t->cum);
 
-  // A hole (the sender had nothing for it) reaches the sink with contributors 0.
-  const uint16_t contributors = (f.flags & wire::kFlagHole) ? 0 : f.contributors;
-  ChunkRef ref{key, f.policy_version, idx, f.chunk_count, contributors, f.codec, f.path_id};
+  ChunkRef ref{key, f.policy_version, idx, f.chunk_count, f.contributors, f.codec, f.path_id, f.holes};
   sink.on_chunk(ref, m.payload);
 
   if (t->received == t->count) {

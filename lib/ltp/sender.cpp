@@ -74,10 +74,10 @@ bool Sender::start(const TransferSpec& spec, Nanos now) {
   return true;
 }
 
-void Sender::release(uint32_t i, Nanos now, bool hole) {
+void Sender::release(uint32_t i, Nanos now, uint8_t holes) {
   if (state_ != SenderState::kRunning || i >= count_ || chunks_[i].released) return;
   chunks_[i].released = true;
-  chunks_[i].hole = hole;
+  chunks_[i].holes = holes;
   order_[released_++] = i;
   if (inflight_ == 0) last_progress_ = std::max(last_progress_, now);
 }
@@ -133,7 +133,8 @@ void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {
   f.contributors = spec_.contributors;
   f.codec = spec_.codec;
   f.flags = static_cast<uint8_t>((retx ? wire::kFlagRetransmit : 0) | (cfg_.auth_tag ? wire::kFlagAuthTag : 0) |
-                                 (released_ < count_ ? wire::kFlagPartial : 0) | (c.hole ? wire::kFlagHole : 0));
+                                 (released_ < count_ ? wire::kFlagPartial : 0));
+  f.holes = c.holes;
   f.send_ts = static_cast<uint64_t>(now);
   f.echo_ts = echo_;
   if (!wire::build_data_header(hdr_, f, static_cast<uint16_t>(pl.size()))) return;

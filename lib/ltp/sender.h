@@ -88,9 +88,9 @@ class Sender {
 
   // Streaming transfers: makes chunk i (or every chunk) sendable. Repeats are ignored.
   // Counts as progress: waiting for upstream data is not the peer's silence.
-  // hole: the sender has nothing for chunk i; it is sent flagged (kFlagHole) so that the
-  // receiver counts it delivered and adds nothing.
-  void release(uint32_t i, Nanos now, bool hole = false);
+  // holes: parts of chunk i the sender has nothing for (DataHeader::holes; bit 0 alone for
+  // an unpacked chunk): sent so that the receiver counts them delivered and adds nothing.
+  void release(uint32_t i, Nanos now, uint8_t holes = 0);
   void release_all(Nanos now);
   uint32_t released() const { return released_; }
 
@@ -131,7 +131,7 @@ class Sender {
     uint8_t state = kUnsent;
     bool retransmitted = false;
     bool released = false;
-    bool hole = false;         // released as a hole (kFlagHole)
+    uint8_t holes = 0;         // DataHeader::holes it is sent with
     bool app_limited = false;  // sent with nothing else released to send: rate sample understates
   };
   struct Flight {

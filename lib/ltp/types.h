@@ -46,9 +46,10 @@ struct ChunkRef {
   uint32_t policy_version = 0;
   uint32_t chunk_index = 0;
   uint32_t chunk_count = 0;
-  uint16_t contributors = 0;  // as sent; a bubble or a hole (kFlagHole) reports 0 (nobody's data)
+  uint16_t contributors = 0;  // as sent; a bubble reports 0 (nobody's data arrived)
   CodecId codec = CodecId::kF32;
   uint16_t path_id = 0;
+  uint8_t holes = 0;  // as sent (wire::DataHeader::holes): parts the sender had nothing for
 };
 
 // One DATA arrival, for the passive throughput estimator (lib/measure).

@@ -130,7 +130,7 @@ void LocalGroup::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> paylo
     ++stats_.bad_chunks;
     return;
   }
-  if (c.contributors == 0) {  // a hole: the worker has nothing there, like a bubble
+  if (c.holes & 1) {  // a hole: the worker has nothing there, like a bubble
     on_bubble(c, ltp::FillRule::kZero);
     return;
   }

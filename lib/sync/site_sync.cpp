@@ -25,6 +25,10 @@ struct SiteSync::Out {
   size_t stride = 0;
   std::vector<uint8_t> enc;
   std::vector<float> residual;
+  // Packing: each DATA carries `pack` consecutive accumulator chunks (compressed ones are
+  // small); per packet, the chunks still to come and the holes among them.
+  uint32_t pack = 1;
+  std::vector<uint8_t> left, holes;
 };
 
 struct SiteSync::Shard {
@@ -52,6 +56,25 @@ struct SiteSync::Shard {
   std::vector<uint8_t> down_enc;
   std::vector<float> down_residual;  // root only: error feedback of the encoded means
 };
+
+namespace {
+
+// Sub-chunk hole bits in wire::DataHeader::holes.
+constexpr uint32_t kMaxPack = 8;
+
+// Accumulator chunks per DATA for a codec: as many encoded chunks of `n0` floats (the
+// shard's full chunk) as fit chunk_bytes of payload. A pure function of values every site
+// shares, so senders and receivers agree. f32 fills a packet by itself; top-k's size depends
+// on the sender's ratio, which the receiver does not know: one per packet.
+uint32_t pack_factor(CodecId codec, size_t n0, uint32_t chunk_bytes) {
+  if (codec == CodecId::kF32 || codec == CodecId::kTopK || n0 == 0) return 1;
+  const size_t stride = compress::encoded_size(codec, n0);
+  return static_cast<uint32_t>(std::clamp<size_t>(stride ? chunk_bytes / stride : 1, 1, kMaxPack));
+}
+
+uint32_t groups(uint32_t n, uint32_t k) { return (n + k - 1) / k; }
+
+}  // namespace
 
 namespace {
 
@@ -191,6 +214,8 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
     o->rc = make_controller(cfg_.reliable_baseline);
     o->sender = std::make_unique<ltp::Sender>(sc, *o->rc, rng_);
     o->sender->seed_rtt(rtt[o->peer].first, rtt[o->peer].second);
+    o->left.reserve(shards[o->shard].acc->chunk_count());  // start_out resizes within this
+    o->holes.reserve(shards[o->shard].acc->chunk_count());
   }
   ltp::ReceiverConfig rc = cfg_.receiver;
   rc.local_node = cfg_.self_node;
@@ -267,13 +292,14 @@ bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos n
       o.codec = o.enc.empty() ? CodecId::kF32 : l.codec;
       o.topk_ratio = l.topk_ratio;
       if (o.codec == CodecId::kF32) {
-        start_out(sh.up_out, o.codec, as_bytes(sh.acc->values()), cfg_.chunk_bytes, static_cast<uint16_t>(sh.subtree), now);
+        start_out(sh.up_out, o.codec, as_bytes(sh.acc->values()), cfg_.chunk_bytes, static_cast<uint16_t>(sh.subtree), now,
+                  1);
       } else {
         const size_t n0 = std::min(cf, sh.floats);
         o.stride = compress::encoded_size(o.codec, n0, o.codec == CodecId::kTopK ? compress::topk_count(n0, o.topk_ratio) : 0);
         const size_t total = encoded_total(o.codec, sh.floats, cf, o.topk_ratio);
         start_out(sh.up_out, o.codec, std::span<const uint8_t>(o.enc).first(total), static_cast<uint32_t>(o.stride),
-                  static_cast<uint16_t>(sh.subtree), now);
+                  static_cast<uint16_t>(sh.subtree), now, pack_factor(o.codec, n0, cfg_.chunk_bytes));
       }
     } else {
       // The root picks the down codec: the strongest its links to this shard's children use.
@@ -326,8 +352,14 @@ void SiteSync::try_up(int s, uint32_t c) {
 }
 
 bool SiteSync::start_out(int oi, CodecId codec, std::span<const uint8_t> data, uint32_t chunk_size,
-                         uint16_t contributors, Nanos now) {
+                         uint16_t contributors, Nanos now, uint32_t pack) {
   Out& o = *outs_[oi];
+  const uint32_t n = shards_[o.shard].acc->chunk_count();
+  o.pack = pack;
+  o.left.assign(groups(n, pack), 0);
+  o.holes.assign(groups(n, pack), 0);
+  for (uint32_t j = 0; j < o.left.size(); ++j) o.left[j] = static_cast<uint8_t>(std::min(pack, n - j * pack));
+  chunk_size *= pack;  // the last packet may be shorter
   ltp::TransferSpec spec;
   spec.job = cfg_.job;
   spec.round = round_;
@@ -354,19 +386,26 @@ void SiteSync::start_down(int s, CodecId codec, Nanos now) {
   const uint16_t contributors = static_cast<uint16_t>(sh.parent < 0 ? sh.subtree : plan_.num_sites);
   for (size_t k = 0; k < sh.children.size(); ++k) {
     if (codec == CodecId::kF32) {
-      start_out(sh.child_out[k], codec, as_bytes(std::span<const float>(result_range(s))), cfg_.chunk_bytes, contributors, now);
+      start_out(sh.child_out[k], codec, as_bytes(std::span<const float>(result_range(s))), cfg_.chunk_bytes, contributors, now,
+                1);
     } else {
       const size_t total = encoded_total(codec, sh.floats, cf, 0);
       start_out(sh.child_out[k], codec, std::span<const uint8_t>(sh.down_enc).first(total),
-                static_cast<uint32_t>(sh.down_stride), contributors, now);
+                static_cast<uint32_t>(sh.down_stride), contributors, now,
+                pack_factor(codec, std::min(cf, sh.floats), cfg_.chunk_bytes));
     }
   }
 }
 
+// Accumulator chunk c is ready for out oi; its packet leaves once all chunks it packs are.
 void SiteSync::release(int oi, uint32_t c, bool hole) {
   Out& o = *outs_[oi];
   if (!o.started) return;
-  o.sender->release(c, now_, hole);
+  const uint32_t j = c / o.pack;
+  if (j >= o.left.size() || o.left[j] == 0) return;
+  if (hole) o.holes[j] |= static_cast<uint8_t>(1u << (c % o.pack));
+  if (--o.left[j] > 0) return;
+  o.sender->release(j, now_, o.holes[j]);
   if (!o.dirty) {
     o.dirty = true;
     dirty_.push_back(oi);
@@ -468,6 +507,18 @@ void SiteSync::fill_down(int s, uint32_t c) {
   down_chunk_ready(s, c);
 }
 
+// How many accumulator chunks each DATA of this transfer packs (0: a shape we cannot read).
+// The codec's pack factor when the packet count fits it; else (a bubble of a transfer whose
+// codec never arrived) the factor the count implies, which still names every chunk once.
+uint32_t SiteSync::pack_of(const Shard& sh, CodecId codec, uint32_t chunk_count) const {
+  const uint32_t n = sh.acc->chunk_count();
+  const uint32_t k = pack_factor(codec, std::min<size_t>(cfg_.chunk_bytes / 4, sh.floats), cfg_.chunk_bytes);
+  if (groups(n, k) == chunk_count) return k;
+  if (chunk_count == 0) return 0;
+  const uint32_t k2 = groups(n, chunk_count);
+  return k2 <= kMaxPack && groups(n, k2) == chunk_count ? k2 : 0;
+}
+
 void SiteSync::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) {
   if (!running_ || c.key.round != round_ || c.key.job != cfg_.job || c.key.shard >= shards_.size()) {
     ++stats_.bad_chunks;
@@ -476,71 +527,101 @@ void SiteSync::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload
   const int s = c.key.shard;
   Shard& sh = shards_[s];
   const int src = index_of(c.key.src_node);
-  if (src < 0 || c.chunk_count != sh.acc->chunk_count()) {
+  const uint32_t k = src < 0 ? 0 : pack_of(sh, c.codec, c.chunk_count);
+  if (k == 0) {
     ++stats_.bad_chunks;
     return;
   }
+  if (k == 1) {
+    on_part(s, src, c.chunk_index, c.codec, c.contributors, (c.holes & 1) != 0, payload);
+    return;
+  }
+  // Packed: the encoded chunks lie back to back, each the full chunk's size but the shard's last.
+  const uint32_t n = sh.acc->chunk_count();
+  const size_t cf = cfg_.chunk_bytes / 4;
+  const size_t stride = compress::encoded_size(c.codec, std::min(cf, sh.floats));
+  for (uint32_t i = 0; i < k; ++i) {
+    const uint64_t a = static_cast<uint64_t>(c.chunk_index) * k + i;
+    if (a >= n) break;
+    const size_t off = i * stride;
+    const size_t len = compress::encoded_size(c.codec, sh.acc->chunk_elems(static_cast<uint32_t>(a)));
+    const auto part = off + len <= payload.size() ? payload.subspan(off, len) : std::span<const uint8_t>{};
+    on_part(s, src, static_cast<uint32_t>(a), c.codec, c.contributors, (c.holes >> i) & 1, part);
+  }
+}
+
+// Accumulator chunk `a` of shard s arrived from plan site `src` (a part of a packed DATA, or
+// a whole one): added going up, taken as the result going down.
+void SiteSync::on_part(int s, int src, uint32_t a, CodecId codec, uint16_t contributors, bool hole,
+                       std::span<const uint8_t> payload) {
+  Shard& sh = shards_[s];
   if (std::find(sh.children.begin(), sh.children.end(), src) != sh.children.end()) {
-    if (sh.up_seen[c.chunk_index] >= sh.children.size()) {  // already complete (timeout): late
+    if (sh.up_seen[a] >= sh.children.size()) {  // already complete (timeout): late
       ++stats_.bad_chunks;
       return;
     }
-    // A hole (contributors 0) adds nothing, like a bubble.
-    if (c.contributors > 0 &&
-        compress::add_encoded(*sh.acc, c.chunk_index, c.codec, payload, c.contributors) != compress::CodecError::kOk)
+    // A hole adds nothing, like a bubble.
+    if (!hole && compress::add_encoded(*sh.acc, a, codec, payload, contributors) != compress::CodecError::kOk)
       ++stats_.bad_chunks;  // counts as absent: the rescale covers it
-    ++sh.up_seen[c.chunk_index];
-    try_up(s, c.chunk_index);
+    ++sh.up_seen[a];
+    try_up(s, a);
     return;
   }
-  if (src == sh.parent && !sh.down_have[c.chunk_index] && c.contributors == 0) {
+  if (src != sh.parent) {
+    ++stats_.bad_chunks;
+    return;
+  }
+  if (sh.down_have[a]) return;
+  if (hole) {
     ++stats_.down_bubbles;  // the root never sends holes; filled like one that never came
     start_down(s, CodecId::kF32, now_);
-    fill_down(s, c.chunk_index);
+    fill_down(s, a);
     return;
   }
-  if (src == sh.parent && !sh.down_have[c.chunk_index]) {
-    const size_t cf = cfg_.chunk_bytes / 4;
-    const size_t off = static_cast<size_t>(c.chunk_index) * cf;
-    auto out = result_range(s).subspan(off, std::min(cf, sh.floats - off));
-    // The children get the root's bytes as they are; a codec we cannot forward (none of ours
-    // sends one) is decoded and forwarded re-encoded in the shard's codec.
-    CodecId fwd = c.codec;
-    if (fwd == CodecId::kTopK || (fwd != CodecId::kF32 && sh.down_enc.empty())) fwd = CodecId::kF32;
-    start_down(s, fwd, now_);
-    if (compress::decode(c.codec, payload, out) != compress::CodecError::kOk) {
-      ++stats_.bad_chunks;
-      fill_down(s, c.chunk_index);
-      return;
-    }
-    if (sh.down_codec != CodecId::kF32) {
-      auto enc = std::span<uint8_t>(sh.down_enc).subspan(c.chunk_index * sh.down_stride);
-      if (c.codec == sh.down_codec && payload.size() <= enc.size())
-        std::copy(payload.begin(), payload.end(), enc.begin());
-      else
-        encoder_.encode(sh.down_codec, out, enc);
-    }
-    down_chunk_ready(s, c.chunk_index);
+  const size_t cf = cfg_.chunk_bytes / 4;
+  const size_t off = static_cast<size_t>(a) * cf;
+  auto out = result_range(s).subspan(off, std::min(cf, sh.floats - off));
+  // The children get the root's bytes as they are; a codec we cannot forward (none of ours
+  // sends one) is decoded and forwarded re-encoded in the shard's codec.
+  CodecId fwd = codec;
+  if (fwd == CodecId::kTopK || (fwd != CodecId::kF32 && sh.down_enc.empty())) fwd = CodecId::kF32;
+  start_down(s, fwd, now_);
+  if (compress::decode(codec, payload, out) != compress::CodecError::kOk) {
+    ++stats_.bad_chunks;
+    fill_down(s, a);
     return;
   }
-  ++stats_.bad_chunks;
+  if (sh.down_codec != CodecId::kF32) {
+    auto enc = std::span<uint8_t>(sh.down_enc).subspan(a * sh.down_stride);
+    if (codec == sh.down_codec && payload.size() <= enc.size())
+      std::copy(payload.begin(), payload.end(), enc.begin());
+    else
+      encoder_.encode(sh.down_codec, out, enc);
+  }
+  down_chunk_ready(s, a);
 }
 
 void SiteSync::on_bubble(const ltp::ChunkRef& c, ltp::FillRule) {
   if (!running_ || c.key.round != round_ || c.key.shard >= shards_.size()) return;
   const int s = c.key.shard;
   Shard& sh = shards_[s];
-  if (c.chunk_index >= sh.acc->chunk_count()) return;
   const int src = index_of(c.key.src_node);
-  if (src >= 0 && src == sh.parent) {
-    ++stats_.down_bubbles;
-    start_down(s, CodecId::kF32, now_);  // nothing arrived to say the root's codec
-    fill_down(s, c.chunk_index);
-  } else if (src >= 0 && std::find(sh.children.begin(), sh.children.end(), src) != sh.children.end()) {
-    ++stats_.up_bubbles;  // absent contributor: the chunk's count says so, the rescale handles it
-    if (sh.up_seen[c.chunk_index] < sh.children.size()) {
-      ++sh.up_seen[c.chunk_index];
-      try_up(s, c.chunk_index);
+  const uint32_t k = src < 0 ? 0 : pack_of(sh, c.codec, c.chunk_count);
+  const bool from_parent = src >= 0 && src == sh.parent;
+  const bool from_child = src >= 0 && std::find(sh.children.begin(), sh.children.end(), src) != sh.children.end();
+  for (uint32_t i = 0; i < k; ++i) {
+    const uint64_t a = static_cast<uint64_t>(c.chunk_index) * k + i;
+    if (a >= sh.acc->chunk_count()) break;
+    if (from_parent) {
+      ++stats_.down_bubbles;
+      start_down(s, CodecId::kF32, now_);  // nothing arrived to say the root's codec
+      fill_down(s, static_cast<uint32_t>(a));
+    } else if (from_child) {
+      ++stats_.up_bubbles;  // absent contributor: the chunk's count says so, the rescale handles it
+      if (sh.up_seen[a] < sh.children.size()) {
+        ++sh.up_seen[a];
+        try_up(s, static_cast<uint32_t>(a));
+      }
     }
   }
 }

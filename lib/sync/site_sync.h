@@ -165,6 +165,9 @@ class SiteSync final : private ltp::ReceiverSink {
 
   int index_of(uint16_t node) const;
   void on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) override;
+  uint32_t pack_of(const Shard& sh, CodecId codec, uint32_t chunk_count) const;
+  void on_part(int s, int src, uint32_t a, CodecId codec, uint16_t contributors, bool hole,
+               std::span<const uint8_t> payload);
   void on_bubble(const ltp::ChunkRef& c, ltp::FillRule rule) override;
   void on_transfer_end(const ltp::TransferSummary& s) override;
   void on_sample(const ltp::ArrivalSample& s) override;
@@ -176,7 +179,7 @@ class SiteSync final : private ltp::ReceiverSink {
 
   void size_buffers();
   bool start_out(int oi, CodecId codec, std::span<const uint8_t> data, uint32_t chunk_size, uint16_t contributors,
-                 Nanos now);
+                 Nanos now, uint32_t pack);
   void start_down(int s, CodecId codec, Nanos now);
   void release(int oi, uint32_t c, bool hole = false);
   void try_up(int s, uint32_t c);

@@ -72,6 +72,7 @@ Result<DataMsg> parse_data(std::span<const uint8_t> msg) {
   if (m.f.contributors == 0) return WireError::kBadField;
   if (!codec_id_valid(h->codec)) return WireError::kBadField;
   m.f.codec = static_cast<CodecId>(h->codec);
+  m.f.holes = h->holes;
   m.f.send_ts = h->send_ts.load();
   m.f.echo_ts = h->echo_ts.load();
   m.payload = msg.subspan(sizeof(DataHeader), plen);
@@ -83,8 +84,7 @@ Result<size_t> build_data_header(std::span<uint8_t> out, const DataFields& f, ui
   if (out.size() < sizeof(DataHeader)) return WireError::kNoSpace;
   if (f.chunk_count == 0 || f.chunk_index >= f.chunk_count || f.contributors == 0) return WireError::kBadField;
   auto* h = reinterpret_cast<DataHeader*>(out.data());
-  write_common(h->common, MsgType::kData, f.flags & (kFlagRetransmit | kFlagAuthTag | kFlagPartial | kFlagHole),
-               f.src_node, f.job);
+  write_common(h->common, MsgType::kData, f.flags & (kFlagRetransmit | kFlagAuthTag | kFlagPartial), f.src_node, f.job);
   h->round.store(f.round);
   h->policy_version.store(f.policy_version);
   h->shard.store(f.shard);
@@ -93,7 +93,7 @@ Result<size_t> build_data_header(std::span<uint8_t> out, const DataFields& f, ui
   h->chunk_count.store(f.chunk_count);
   h->contributors.store(f.contributors);
   h->codec = static_cast<uint8_t>(f.codec);
-  h->reserved = 0;
+  h->holes = f.holes;
   h->payload_len.store(payload_len);
   h->reserved2.store(0);
   h->send_ts.store(f.send_ts);

@@ -38,6 +38,7 @@ struct DataFields {
   uint32_t chunk_count = 0;
   uint16_t contributors = 1;
   CodecId codec = CodecId::kF32;
+  uint8_t holes = 0;  // DataHeader::holes
   uint8_t flags = 0;
   uint64_t send_ts = 0;
   uint64_t echo_ts = 0;

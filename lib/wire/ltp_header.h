@@ -34,10 +34,7 @@ inline constexpr uint8_t kFlagMore = 0x04;        // CLOSE: more bitmap parts fo
 // DATA: the sender has not yet released every chunk of the transfer (it forwards chunks as
 // its own inputs complete), so a quiet transfer is waiting upstream, not lost: no Early Close.
 inline constexpr uint8_t kFlagPartial = 0x08;
-// DATA: the sender has nothing for this chunk (none of its inputs arrived): the receiver
-// counts it delivered and adds nothing, so a mean over what arrived stays unbiased.
-inline constexpr uint8_t kFlagHole = 0x10;
-inline constexpr uint8_t kKnownFlags = kFlagRetransmit | kFlagAuthTag | kFlagMore | kFlagPartial | kFlagHole;
+inline constexpr uint8_t kKnownFlags = kFlagRetransmit | kFlagAuthTag | kFlagMore | kFlagPartial;
 
 // AEAD tag (e.g. AES-GCM) after the payload; the header is the associated data. Space is
 // reserved and length-checked now; computing it is a later issue.
@@ -64,7 +61,11 @@ struct DataHeader {
   be32 chunk_count;   // chunks in this transfer (same in every DATA of it)
   be16 contributors;  // sites whose gradients are summed into this chunk (>= 1)
   uint8_t codec;      // sg::CodecId
-  uint8_t reserved;
+  // Holes: bit i set = the sender had nothing for part i of this chunk (none of its inputs
+  // arrived; part 0 is the whole chunk unless the payload packs several compressed chunks,
+  // lib/sync). The receiver counts it delivered and adds nothing there, so a mean over what
+  // arrived stays unbiased.
+  uint8_t holes;
   be16 payload_len;   // bytes after this header, before the optional tag
   be16 reserved2;
   be64 send_ts;       // sender clock, ns

@@ -325,15 +325,15 @@ TEST_F(ReceiverTest, StreamingSenderIsNotClosedEarlyWhileItSaysMoreIsComing) {
   EXPECT_EQ(sink_.bubbles, std::vector<uint32_t>{99});
 }
 
-TEST_F(ReceiverTest, HoleIsDeliveredWithNoContributors) {
+TEST_F(ReceiverTest, HolesReachTheSinkAndTheChunkCountsDelivered) {
   auto f = fields(2, 4);
-  f.flags = wire::kFlagHole;
+  f.holes = 0x3;
   feed(data(f));
   feed(data(fields(3, 4)));
   ASSERT_EQ(sink_.refs.size(), 2u);
   EXPECT_EQ(sink_.refs[0].chunk_index, 2u);
-  EXPECT_EQ(sink_.refs[0].contributors, 0u) << "a hole: the sink adds nothing";
-  EXPECT_GT(sink_.refs[1].contributors, 0u);
+  EXPECT_EQ(sink_.refs[0].holes, 0x3) << "the sink learns which parts are holes";
+  EXPECT_EQ(sink_.refs[1].holes, 0);
   EXPECT_EQ(rx_->stats().delivered, 2u) << "and it is not asked for again";
 }
 

@@ -121,15 +121,15 @@ TEST_F(SenderTest, StreamingSendsOnlyReleasedChunksAndSaysMoreIsComing) {
   EXPECT_EQ(tx_->state(), SenderState::kAcked);
 }
 
-TEST_F(SenderTest, ChunkReleasedAsAHoleIsFlaggedOnEverySend) {
+TEST_F(SenderTest, ChunkReleasedWithHolesCarriesThemOnEverySend) {
   start(4, {}, /*streaming=*/true);
   tx_->release(0, now_);
-  tx_->release(1, now_, /*hole=*/true);
+  tx_->release(1, now_, /*holes=*/0x5);
   tx_->poll(now_, cap_);
   auto d = sent_data();
   ASSERT_EQ(d.size(), 2u);
-  EXPECT_FALSE(d[0].f.flags & wire::kFlagHole);
-  EXPECT_TRUE(d[1].f.flags & wire::kFlagHole) << "the receiver adds nothing for it";
+  EXPECT_EQ(d[0].f.holes, 0);
+  EXPECT_EQ(d[1].f.holes, 0x5) << "the receiver adds nothing for parts 0 and 2";
   EXPECT_EQ(d[1].f.contributors, d[0].f.contributors) << "the header stays valid";
 }
 

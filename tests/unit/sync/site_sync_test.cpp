@@ -288,6 +288,10 @@ TEST(SiteSync, CompressedLinksShrinkTrafficAndKeepSitesIdentical) {
     ASSERT_TRUE(plain.run_round(1, 10 * kSecond));
     ASSERT_TRUE(comp.run_round(1, 10 * kSecond));
     EXPECT_LT(comp.net.bytes_, 0.6 * plain.net.bytes_) << codec_name(codec);
+    // int8 chunks (256 floats -> 260 B) pack three to a DATA of chunk_bytes 1024: far fewer
+    // packets too (ACKs included); bf16 (512 B) packs two.
+    if (codec == CodecId::kInt8) EXPECT_LT(comp.net.sent_, 0.5 * plain.net.sent_);
+    if (codec == CodecId::kBf16) EXPECT_LT(comp.net.sent_, 0.7 * plain.net.sent_);
     const auto m = comp.mean();
     double err = 0, scale = 0;
     for (int i = 0; i < n; ++i) {
@@ -309,6 +313,31 @@ TEST(SiteSync, CompressedLinksShrinkTrafficAndKeepSitesIdentical) {
 
 // Error feedback: what top-k drops going up arrives in later rounds, so the average of the
 // results over many rounds of the same gradients converges to their mean.
+// Packed compressed DATA under loss: lost packets become bubbles of every chunk they carried
+// (or are retransmitted); rounds finish, sites stay identical and close to the mean.
+TEST(SiteSync, PackedCompressedLinksSurviveLoss) {
+  for (uint64_t seed : {3, 4}) {
+    const int n = 4;
+    Cluster c(n, 3 * 40000, 3, 5 * kMilli, 0.05, seed, false, nullptr, true);
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < n; ++k)
+        if (k != i) ASSERT_TRUE(c.sites[i]->set_link_codec(k, CodecId::kInt8));
+    for (uint32_t round = 1; round <= 2; ++round) {
+      c.fill_round(round);
+      ASSERT_TRUE(c.run_round(round, 30 * kSecond)) << "seed " << seed << " round " << round;
+      const auto m = c.mean();
+      auto r0 = c.sites[0]->result();
+      size_t close = 0;
+      for (size_t k = 0; k < m.size(); ++k) {
+        ASSERT_TRUE(std::isfinite(r0[k]));
+        close += std::abs(r0[k] - m[k]) <= 0.05 * (1 + std::abs(m[k]));
+      }
+      EXPECT_GT(static_cast<double>(close) / m.size(), 0.75) << "seed " << seed;
+      for (int i = 0; i < n; ++i) EXPECT_EQ(c.sites[i]->stats().timeouts, 0u);
+    }
+  }
+}
+
 TEST(SiteSync, TopKErrorFeedbackDeliversWhatItDelays) {
   const int n = 3;
   Cluster c(n, 2 * 4096, 2, 1 * kMilli, 0.0, 5, false, nullptr, true);
