@@ -229,8 +229,11 @@ int main(int argc, char** argv) {
     std::printf("Fluctuation (%s, %s, %d rounds back to back; traces from the scenario's 'fluctuation')\n",
                 sc.name.c_str(), mb(model).c_str(), rounds);
     bench::Table ft({"planner", "total s", "mean round s", "policy switches", "codec switches", "gain vs stuck"});
-    std::vector<FluctResult> fr;
-    for (Awareness a : {Awareness::kStuck, Awareness::kPassive, Awareness::kAware, Awareness::kAwareCompress}) fr.push_back(run_fluctuation(s, a, rounds));
+    std::vector<StackResult> fr;
+    fr.push_back(run_fluctuation(s, Awareness::kStuck, false, rounds));
+    fr.push_back(run_fluctuation(s, Awareness::kPassive, false, rounds));
+    fr.push_back(run_fluctuation(s, Awareness::kProbes, false, rounds));
+    fr.push_back(run_fluctuation(s, Awareness::kProbes, true, rounds));
     for (const auto& f : fr)
       ft.row({f.mode, bench::fmt(f.total_s, "%.2f"), bench::fmt(f.total_s / rounds, "%.3f"), std::to_string(f.policy_switches),
               std::to_string(f.codec_switches), bench::fmt(fr[0].total_s / f.total_s, "%.2f")});
