@@ -108,6 +108,32 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
 
+  // Site caps are not resources of the planner's model: how long would each site's NIC need
+  // for the bytes the plan (with its relays) sends and receives there?
+  {
+    std::vector<double> out(n, 0.0), in(n, 0.0);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        if (i != j) {
+          const double bytes = load[topo::link_resource(net, i, j)] * net.link_bw(i, j) * s.scale;
+          out[i] += bytes;
+          in[j] += bytes;
+        }
+    int eo = 0, ei = 0;
+    for (int i = 0; i < n; ++i) {
+      const auto& st = sc.wan.sites[i];
+      auto secs = [](double b, double cap) { return cap > 0 ? b / cap : 0.0; };
+      if (secs(out[i], st.egress_bytes_per_s) > secs(out[eo], sc.wan.sites[eo].egress_bytes_per_s)) eo = i;
+      if (secs(in[i], st.ingress_bytes_per_s) > secs(in[ei], sc.wan.sites[ei].ingress_bytes_per_s)) ei = i;
+    }
+    auto show = [&](const char* what, int i, double b, double cap) {
+      std::printf("busiest %s cap: %s, %.2f GB at %.0f Mbit/s = %.3f s (%s the model's bottleneck)\n", what, site(i), b * 1e-9,
+                  cap * 8e-6, cap > 0 ? b / cap : 0.0, cap > 0 && b / cap > model.bottleneck_s ? "ABOVE" : "below");
+    };
+    show("egress", eo, out[eo], sc.wan.sites[eo].egress_bytes_per_s);
+    show("ingress", ei, in[ei], sc.wan.sites[ei].ingress_bytes_per_s);
+  }
+
   // Run; arrivals of the last round binned per link.
   sim::Wan wan(sc.wan, std::max<uint32_t>(s.chunk_real + 72, 1200), s.scale);
   sim::Cluster c(wan, sim::make_sync_sites(n, s.chunk_real, a.reliable, sc.wan.seed));
