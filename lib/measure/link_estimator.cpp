@@ -40,10 +40,14 @@ void LinkEstimator::on_arrival(const ArrivalSample& s) {
     m = m == 0 ? s.rtt : std::min(m, s.rtt);
     l->round_rtt_sum += static_cast<double>(s.rtt);
     ++l->round_rtt_n;
+    ++l->win_rtt_n;
+    if (queued(*l, s.rtt)) ++l->win_rtt_queued;
   }
-  if (s.inflight_bytes >= 0 && l->est > 0) {
+  if (s.inflight_bytes >= 0) {
+    l->win_inflight_known = true;
+    const double ref = l->est > 0 ? l->est : l->prior;
     const Nanos mrtt = min_positive(l->rtt_min_round);
-    if (mrtt > 0 && static_cast<double>(s.inflight_bytes) < 0.5 * l->est * seconds(mrtt)) l->win_app_limited = true;
+    if (ref > 0 && mrtt > 0 && static_cast<double>(s.inflight_bytes) < 0.5 * ref * seconds(mrtt)) l->win_app_limited = true;
   }
   if (l->period_start < 0 || s.at - l->last_at > cfg_.idle_gap) {
     // First arrival of a busy period: it marks the start; its own bytes arrived "before".
@@ -70,23 +74,43 @@ void LinkEstimator::close_period(Link& l) {
   l.period_bytes = 0;
 }
 
+bool LinkEstimator::queued(const Link& l, Nanos rtt) const {
+  Nanos base = min_positive(l.rtt_min_round);
+  if (l.prior_rtt > 0 && (base <= 0 || l.prior_rtt < base)) base = l.prior_rtt;
+  if (base <= 0) return false;
+  const Nanos queue = std::max(cfg_.queue_delay_min, static_cast<Nanos>(cfg_.queue_delay_frac * static_cast<double>(base)));
+  return rtt > base + queue;
+}
+
+bool LinkEstimator::window_app_limited(const Link& l) const {
+  if (l.win_app_limited) return true;
+  if (l.win_inflight_known || l.win_rtt_n == 0) return false;
+  return 2 * l.win_rtt_queued < l.win_rtt_n;
+}
+
 void LinkEstimator::close_window(Link& l, Nanos now) {
   close_period(l);
   if (l.win_bytes >= cfg_.min_window_bytes && l.win_time > 0)
-    fold(l, static_cast<double>(l.win_bytes) / seconds(l.win_time), l.win_app_limited, now);
+    fold(l, static_cast<double>(l.win_bytes) / seconds(l.win_time), window_app_limited(l), now);
   l.win_bytes = 0;
   l.win_time = 0;
   l.win_app_limited = false;
+  l.win_inflight_known = false;
+  l.win_rtt_n = l.win_rtt_queued = 0;
 }
 
 void LinkEstimator::fold(Link& l, double rate, bool app_limited, Nanos now) {
   ++l.windows;
+  if (app_limited) ++l.app_windows;
+  else l.limited_at = now;
+  // An app-limited rate is what the sender offered: the link carries at least that much.
+  if (l.est <= 0 && l.prior > 0) l.est = l.prior;  // then a departure from it is a change
+  if (app_limited && rate < l.est) return;
   if (l.est <= 0) {
     l.est = rate;
     l.est_at = now;
     return;
   }
-  if (app_limited && rate < l.est) return;  // the sender, not the link, set this rate
   const double dev = (rate - l.est) / l.est;
   if (std::fabs(dev) <= cfg_.change_threshold) {
     l.est += cfg_.ewma_alpha * (rate - l.est);
@@ -133,8 +157,11 @@ void LinkEstimator::on_loss(uint16_t from, uint16_t to, uint32_t sent, uint32_t 
   l->round_lost += lost;
 }
 
-void LinkEstimator::set_prior(uint16_t from, uint16_t to, double bytes_per_s) {
-  if (Link* l = link(from, to)) l->prior = bytes_per_s;
+void LinkEstimator::set_prior(uint16_t from, uint16_t to, double bytes_per_s, Nanos rtt) {
+  if (Link* l = link(from, to)) {
+    l->prior = bytes_per_s;
+    l->prior_rtt = rtt;
+  }
 }
 
 void LinkEstimator::end_round(Nanos now) {
@@ -161,9 +188,15 @@ LinkSummary LinkEstimator::summary(uint16_t from, uint16_t to, Nanos now) const 
   LinkSummary s;
   const Link* l = link(from, to);
   if (!l) return s;
-  const bool traffic_fresh = l->est > 0 && now - l->est_at <= cfg_.stale_after;
+  const bool traffic = l->est > 0 && l->est_at >= 0;
+  // A drop below the prior stands only while link-limited windows keep confirming it: a link
+  // the planner left for being slow carries little or nothing afterwards, so its traffic
+  // could never show that it recovered. Unconfirmed for stale_after, it yields to a probe or
+  // the prior, and the traffic the planner then sends re-tests it.
+  const bool unconfirmed_drop = traffic && l->est < l->prior && now - l->limited_at > cfg_.stale_after;
+  const bool traffic_fresh = traffic && !unconfirmed_drop && now - l->est_at <= cfg_.stale_after;
   const bool probe_fresh = l->probe > 0 && now - l->probe_at <= cfg_.stale_after;
-  if (traffic_fresh || (l->est > 0 && !probe_fresh)) {
+  if (traffic_fresh || (traffic && !unconfirmed_drop && !probe_fresh)) {
     s.bytes_per_s = l->est;
     s.source = Source::kTraffic;
     s.updated_at = l->est_at;
@@ -176,6 +209,7 @@ LinkSummary LinkEstimator::summary(uint16_t from, uint16_t to, Nanos now) const 
     s.source = Source::kPrior;
   }
   s.windows = l->windows;
+  s.app_limited = l->app_windows;
   s.changes = l->changes;
   s.last_change_at = l->change_at;
   s.rtt_min = min_positive(l->rtt_min_round);

@@ -10,8 +10,21 @@
 // bytes that arrived after its first arrival divided by the time since that arrival (the
 // delivery rate). A window sums its periods' bytes and durations and closes at end_round()
 // or once it spans max_window, so every round with traffic gives each link >= 1 window.
-// A window whose arrivals reported less in flight than half the current estimate times the
-// minimum RTT is app-limited: it may raise the estimate, never lower it.
+// App-limited windows may raise the estimate, never lower it (BBR's rule): their rate is what
+// the sender offered -- a streaming sender forwards chunks as fast as they come from upstream
+// -- not what the link can carry. A window is app-limited when
+//   - a sample reported less in flight than half the estimate times the minimum RTT, or
+//   - no sample reported in-flight data and most of the window's RTT samples found no queue:
+//     within queue_delay of the link's base RTT (the smaller of the minimum over the last
+//     kRttRounds rounds and the prior's RTT), queue_delay = max(queue_delay_min,
+//     queue_delay_frac * base). A link that limits its traffic keeps a queue most of the time
+//     (a paced sender probing for more builds one every cycle); a link with spare capacity
+//     lets most packets through at once.
+// Windows with neither signal count as link-limited. A prior is the estimate until traffic
+// says otherwise: app-limited traffic below it is ignored, and replacing it takes a confirmed
+// step like any other change (so a planner sees it as one). An estimate below the prior that
+// no link-limited window confirmed for stale_after yields to a probe or the prior: a link a
+// planner left for being slow carries too little to show it recovered.
 //
 // Smoothing and change detection: a window within change_threshold of the estimate is
 // folded in by EWMA (ewma_alpha). A window outside it is held back; change_confirm
@@ -46,8 +59,10 @@ struct EstimatorConfig {
   double ewma_alpha = 0.25;
   double change_threshold = 0.20;
   int change_confirm = 2;
-  Nanos stale_after = 30 * kSecond;  // traffic estimates older than this yield to probes
+  Nanos stale_after = 30 * kSecond;  // traffic estimates older than this yield to probes (drops: to the prior)
   double probe_alpha = 0.25;
+  Nanos queue_delay_min = 5 * kMilli;  // standing queue that marks a window link-limited ...
+  double queue_delay_frac = 0.10;      // ... or this fraction of the base RTT, the larger
 };
 
 enum class Source : uint8_t { kNone, kTraffic, kProbe, kPrior };
@@ -57,6 +72,7 @@ struct LinkSummary {
   Source source = Source::kNone;
   Nanos updated_at = -1;   // when that estimate last changed
   uint32_t windows = 0;    // traffic windows folded in so far
+  uint32_t app_limited = 0;  // of those, app-limited (could only raise the estimate)
   uint32_t changes = 0;    // step changes adopted
   Nanos last_change_at = -1;
   // RTT and loss (for the compression policy).
@@ -78,7 +94,9 @@ class LinkEstimator {
   void on_probe_pair(uint16_t from, uint16_t to, uint32_t bytes, Nanos gap, Nanos at);
   // Per round and link: chunks sent and how many were lost (e.g. from SACK gaps).
   void on_loss(uint16_t from, uint16_t to, uint32_t sent, uint32_t lost);
-  void set_prior(uint16_t from, uint16_t to, double bytes_per_s);
+  // What is known before any measurement (configuration, the last job): capacity and,
+  // optionally, the base RTT (propagation), which anchors the standing-queue test.
+  void set_prior(uint16_t from, uint16_t to, double bytes_per_s, Nanos rtt = -1);
   // Closes every open window and rolls the RTT/loss statistics over.
   void end_round(Nanos now);
 
@@ -94,18 +112,22 @@ class LinkEstimator {
     uint64_t period_bytes = 0;  // bytes after the period's first arrival
     uint64_t win_bytes = 0;
     Nanos win_time = 0;
-    bool win_app_limited = false;
+    bool win_app_limited = false;  // a sample reported little in flight
+    bool win_inflight_known = false;
+    uint32_t win_rtt_n = 0, win_rtt_queued = 0;  // RTT samples, and those behind a queue
     // Estimate and change detection.
     double est = 0;
     Nanos est_at = -1;
-    uint32_t windows = 0, changes = 0;
+    uint32_t windows = 0, changes = 0, app_windows = 0;
     Nanos change_at = -1;
+    Nanos limited_at = -1;  // last link-limited window
     int pending = 0;  // consecutive out-of-band windows (sign = side)
     double pending_sum = 0;
     // Probes and prior.
     double probe = 0;
     Nanos probe_at = -1;
     double prior = 0;
+    Nanos prior_rtt = -1;
     // RTT and loss.
     Nanos rtt_min_round[kRttRounds] = {};
     int rtt_slot = 0;
@@ -121,6 +143,8 @@ class LinkEstimator {
   const Link* link(uint16_t from, uint16_t to) const;
   void close_period(Link& l);
   void close_window(Link& l, Nanos now);
+  bool queued(const Link& l, Nanos rtt) const;
+  bool window_app_limited(const Link& l) const;
   void fold(Link& l, double rate, bool app_limited, Nanos now);
 
   EstimatorConfig cfg_;

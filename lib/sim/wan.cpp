@@ -71,6 +71,7 @@ void Wan::set_splits(const std::vector<topo::LinkSplit>& splits) {
       s.hops[s.count] = hop;
       s.weight[s.count] = w;
       s.current[s.count] = 0;
+      s.sent[s.count] = 0;
       s.total += w;
       ++s.count;
     };
@@ -125,7 +126,14 @@ void Wan::wake(int site, Nanos at) {
   push(at, kWake, static_cast<uint32_t>(site));
 }
 
-int Wan::next_hop(int from, int to) {
+std::vector<uint64_t> Wan::split_sent(int from, int to) const {
+  const int si = split_of_[static_cast<size_t>(from) * n_ + to];
+  if (si < 0) return {};
+  const Split& s = splits_[si];
+  return std::vector<uint64_t>(s.sent, s.sent + s.count);
+}
+
+int Wan::next_hop(int from, int to, uint32_t wire) {
   const int si = split_of_[static_cast<size_t>(from) * n_ + to];
   if (si < 0) return to;
   // Smooth weighted round robin: the path furthest behind its share goes next.
@@ -136,6 +144,7 @@ int Wan::next_hop(int from, int to) {
     if (s.current[k] > s.current[best]) best = k;
   }
   s.current[best] -= s.total;
+  s.sent[best] += wire;
   return s.hops[best];
 }
 
@@ -160,7 +169,7 @@ void Wan::send_from(int site, const ltp::TxMeta& m, std::span<const uint8_t> hea
   double body = static_cast<double>(payload.size()) * scale_;
   if (p.data) body /= codec_factor_[static_cast<size_t>(site) * n_ + dst];
   p.wire = static_cast<uint32_t>(head.size() + m.trailer_len + static_cast<uint64_t>(body + 0.5));
-  route(id, site, p.data ? next_hop(site, dst) : dst, now_);
+  route(id, site, p.data ? next_hop(site, dst, p.wire) : dst, now_);
 }
 
 void Wan::route(uint32_t id, int at, int next, Nanos now) {

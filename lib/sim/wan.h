@@ -81,6 +81,9 @@ class Wan {
 
   // Multipath splits of the plan in force (plan site index == simulator site index).
   void set_splits(const std::vector<topo::LinkSplit>& splits);
+  // DATA bytes (wire) dealt to each path of the split of from->to since set_splits: direct
+  // first, then the relays in the plan's order. Empty if the link is not split.
+  std::vector<uint64_t> split_sent(int from, int to) const;
   // Payload bytes of DATA from->to (end to end) are divided by `factor` on the wire: the
   // byte reduction of the link's codec (compression is modelled on size only).
   void set_codec_factor(int from, int to, double factor);
@@ -136,6 +139,7 @@ class Wan {
     int hops[topo::kMaxRelays + 1];  // next hop per path: dst itself, then relays
     int64_t weight[topo::kMaxRelays + 1];
     int64_t current[topo::kMaxRelays + 1];
+    uint64_t sent[topo::kMaxRelays + 1];
     int64_t total = 0;
     int count = 0;
   };
@@ -148,7 +152,7 @@ class Wan {
   void send_from(int site, const ltp::TxMeta& m, std::span<const uint8_t> head, std::span<const uint8_t> payload);
   void route(uint32_t id, int at, int next, Nanos now);
   void deliver(uint32_t id, int at);
-  int next_hop(int from, int to);
+  int next_hop(int from, int to, uint32_t wire);
 
   static constexpr uint32_t kBlock = 512;
   int n_;

@@ -97,21 +97,18 @@ ModeResult run_ring(const Setup& s, const sim::WanSpec& w, const std::string& na
   return run_rounds(s, wan, c, name);
 }
 
-FluctResult run_fluctuation(const Setup& s, Awareness a, int rounds) {
-  FluctResult out;
-  out.mode = a == Awareness::kStuck     ? "stuck"
-             : a == Awareness::kPassive ? "aware (passive)"
-             : a == Awareness::kAware   ? "aware (passive+probes)"
-                                        : "aware+compress";
+StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions& o, int rounds,
+                      const std::string& name) {
+  StackResult out;
+  out.mode = name;
   const int n = s.n;
-  const sim::WanSpec w = sim::with_fluctuation(*s.sc);
   sim::Wan wan(w, max_msg(s), s.scale);
-  sim::Cluster c(wan, sim::make_sync_sites(n, s.chunk_real, false, w.seed, {}, a == Awareness::kAwareCompress));
-  // Both planners start from the same measurements, taken before the job starts.
+  sim::Cluster c(wan, sim::make_sync_sites(n, s.chunk_real, false, w.seed, {}, o.compress));
+  // Every planner starts from the same measurements, taken before the job starts.
   const topo::Network net0 = sim::network_at(w, 0, s.scale, kAggBps);
   topo::PlannerOptions opt;
   opt.chunk_bytes = s.chunk_real;
-  opt.multipath = false;
+  opt.multipath = o.multipath;
   topo::Plan plan = topo::plan_fapt(net0, s.model_real, opt);
   uint32_t version = 1;
   sim::install_plan(c, plan, version);
@@ -124,39 +121,45 @@ FluctResult run_fluctuation(const Setup& s, Awareness a, int rounds) {
   measure::LinkEstimator est(ec);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j)
-      if (i != j) est.set_prior(static_cast<uint16_t>(i), static_cast<uint16_t>(j), net0.link_bw(i, j));
+      if (i != j)
+        est.set_prior(static_cast<uint16_t>(i), static_cast<uint16_t>(j), net0.link_bw(i, j),
+                      static_cast<Nanos>(net0.rtt[static_cast<size_t>(i) * n + j] * 1e9));
   std::vector<uint8_t> carried(static_cast<size_t>(n) * n, 0);
   // Every DATA arrival on a WAN hop is one sample of that link (relay hops included), in the
-  // planner's byte units.
-  // The RTT sample is this hop's one-way time plus the reverse propagation (what the ACK's
-  // echo would measure); in-flight bytes are what the sender has on the link.
-  wan.set_hop_observer([&](const sim::Wan::Hop& h) {
-    if (!h.data) return;
-    measure::ArrivalSample smp;
-    smp.from = static_cast<uint16_t>(h.from);
-    smp.to = static_cast<uint16_t>(h.to);
-    smp.bytes = h.wire_bytes / s.scale;
-    smp.at = h.at;
-    // SiteSync's senders hold their whole shard from the start: never application-limited
-    // while they send, so no in-flight figure is given (-1) and every busy window counts.
-    smp.rtt = h.one_way + w.link(h.to, h.from).delay;
-    est.on_arrival(smp);
-    carried[static_cast<size_t>(h.from) * n + h.to] = 1;
-  });
+  // planner's byte units. The RTT sample is this hop's one-way time plus the reverse
+  // propagation (what the ACK's echo would measure). No in-flight figure (-1), as the gateway
+  // gives none: the estimator tells app-limited windows (streaming senders forwarding at
+  // their upstream's pace) by the queue they do not build.
+  const bool measuring = o.awareness != Awareness::kStuck || o.compress;
+  if (measuring)
+    wan.set_hop_observer([&](const sim::Wan::Hop& h) {
+      if (!h.data) return;
+      measure::ArrivalSample smp;
+      smp.from = static_cast<uint16_t>(h.from);
+      smp.to = static_cast<uint16_t>(h.to);
+      smp.bytes = h.wire_bytes / s.scale;
+      smp.at = h.at;
+      smp.rtt = h.one_way + w.link(h.to, h.from).delay;
+      est.on_arrival(smp);
+      carried[static_cast<size_t>(h.from) * n + h.to] = 1;
+    });
   std::vector<compress::AdaptivePolicy> policy(static_cast<size_t>(n) * n);
   int compressed = 0;
-  uint64_t changes_seen = 0;
 
   for (int r = 1; r <= rounds; ++r) {
     std::fill(carried.begin(), carried.end(), 0);
     const sim::RoundResult rr = c.run_round(static_cast<uint32_t>(r), {s.local}, kRoundLimit);
-    FluctRound fr;
-    fr.start_s = static_cast<double>(rr.start) * 1e-9;
-    fr.seconds = rr.seconds;
-    fr.compressed_links = compressed;
-    out.rounds.push_back(fr);  // replanned: set below if a new policy follows this round
+    StackRound sr;
+    sr.start_s = static_cast<double>(rr.start) * 1e-9;
+    sr.seconds = rr.seconds;
+    sr.compressed_links = compressed;
+    sr.splits = static_cast<int>(plan.splits.size());
+    out.rounds.push_back(sr);  // replanned: set below if a new policy follows this round
     out.total_s += rr.seconds;
-    if (a == Awareness::kStuck) continue;
+    out.last = rr.stats;
+    out.ok &= rr.ok;
+    if (!rr.ok) break;
+    if (!measuring || r == rounds) continue;
 
     const Nanos now = wan.now();
     est.end_round(now);
@@ -167,7 +170,7 @@ FluctResult run_fluctuation(const Setup& s, Awareness a, int rounds) {
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j) {
         const size_t k = static_cast<size_t>(i) * n + j;
-        if (i == j || (a == Awareness::kPassive && carried[k])) continue;
+        if (i == j || (o.awareness != Awareness::kProbes && carried[k])) continue;
         double rate = wan.link(i, j).rate_at(now);
         if (w.sites[i].egress_bytes_per_s > 0) rate = std::min(rate, w.sites[i].egress_bytes_per_s);
         if (w.sites[j].ingress_bytes_per_s > 0) rate = std::min(rate, w.sites[j].ingress_bytes_per_s);
@@ -175,29 +178,22 @@ FluctResult run_fluctuation(const Setup& s, Awareness a, int rounds) {
         probe[k] = static_cast<double>(s.chunk_real) / (static_cast<double>(gap) * 1e-9);
         est.on_probe_pair(static_cast<uint16_t>(i), static_cast<uint16_t>(j), s.chunk_real, gap, now);
       }
-    // The planner's view. Passive: the estimator's figure per link (traffic when fresh, else
-    // probe, else the prior). Probed: the larger of that and this round's probe, because a
-    // traffic window on a link the plan does not saturate measures the plan's load on it, a
-    // lower bound of its capacity, not the capacity.
+    // The planner's view. Passive: the estimator's figure per link (traffic, else probe, else
+    // the prior). Probed: the larger of that and this round's probe (a traffic window says
+    // what the link carried, at most its capacity).
     topo::Network net = net0;
-    uint64_t changes = 0;
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j)
         if (i != j) {
-          const measure::LinkSummary e = est.summary(static_cast<uint16_t>(i), static_cast<uint16_t>(j), now);
-          double v = e.bytes_per_s;
-          if (a != Awareness::kPassive) v = std::max(v, probe[static_cast<size_t>(i) * n + j]);
+          double v = est.bytes_per_s(static_cast<uint16_t>(i), static_cast<uint16_t>(j), now);
+          if (o.awareness == Awareness::kProbes) v = std::max(v, probe[static_cast<size_t>(i) * n + j]);
           if (v > 0) net.link_bw(i, j) = v;
-          changes += e.changes;
         }
-    // Passive replanning is triggered by a change the estimator adopted (a step beyond its
-    // threshold, confirmed by consecutive windows), as NetStorm recomputes on throughput
-    // changes; probed replanning looks every round.
-    const bool changed = changes != changes_seen || a != Awareness::kPassive;
-    changes_seen = changes;
-    if (changed) {
+    // NetStorm recomputes the trees when throughput changes; the estimator's hysteresis
+    // decides what a change is, so the planner looks every round and takes a new policy only
+    // when it is clearly better on the current view.
+    if (o.awareness != Awareness::kStuck) {
       topo::Plan next = topo::plan_fapt(net, s.model_real, opt);
-      // A new policy only when it is clearly better on the current view.
       if (topo::round_time(net, next, s.chunk_real).total_s < 0.9 * topo::round_time(net, plan, s.chunk_real).total_s) {
         plan = next;
         sim::install_plan(c, plan, ++version);
@@ -205,7 +201,7 @@ FluctResult run_fluctuation(const Setup& s, Awareness a, int rounds) {
         out.rounds.back().replanned = true;
       }
     }
-    if (a != Awareness::kAwareCompress) continue;
+    if (!o.compress) continue;
     // NetSenseML per link on this round's measurements; the sites encode the link's DATA with
     // the chosen codec (lib/compress through SiteSync, error feedback included).
     std::vector<uint64_t> load(static_cast<size_t>(n) * n, 0);
@@ -235,6 +231,17 @@ FluctResult run_fluctuation(const Setup& s, Awareness a, int rounds) {
       }
   }
   return out;
+}
+
+StackResult run_fluctuation(const Setup& s, Awareness a, bool compress, int rounds) {
+  StackOptions o;
+  o.awareness = a;
+  o.compress = compress;
+  const char* name = a == Awareness::kStuck     ? "stuck"
+                     : a == Awareness::kPassive ? "aware (passive)"
+                     : compress                 ? "aware+compress"
+                                                : "aware (passive+probes)";
+  return run_stack(s, sim::with_fluctuation(*s.sc), o, rounds, name);
 }
 
 }  // namespace sg::simbench

@@ -49,23 +49,38 @@ ModeResult run_sync(const Setup& s, const sim::WanSpec& wan, const topo::Plan& p
 // Ring all-reduce, reliable, best ring order for the measured network.
 ModeResult run_ring(const Setup& s, const sim::WanSpec& wan, const std::string& name);
 
-// Fluctuation: rounds back to back on the WAN with the scenario's traces; the planner either
-// keeps its initial plan (stuck), or replans between rounds from lib/measure's passive
-// estimates (passive), or from those plus a packet-pair probe of every link (aware), and
-// optionally NetSenseML compression per link on top (aware + compress).
-struct FluctRound {
+// stormgate's adaptive stack: rounds back to back on `wan`. Between rounds the planner may
+// replan from lib/measure's estimates (awareness: passive alone, or with a packet-pair probe
+// of every link), with or without multipath splits, and NetSenseML may pick a codec per
+// link (compress). The first plan comes from the measurements taken before the job starts
+// (network_at(wan, 0)), so with a stuck planner and no compression every round is the
+// plain FAPT (+ multipath) round.
+enum class Awareness { kStuck, kPassive, kProbes };
+struct StackOptions {
+  Awareness awareness = Awareness::kStuck;
+  bool multipath = false;
+  bool compress = false;
+};
+struct StackRound {
   double start_s = 0, seconds = 0;
   bool replanned = false;   // a new policy was installed after this round
   int compressed_links = 0; // links whose codec is not f32 this round
+  int splits = 0;           // multipath splits of the plan in force this round
 };
-struct FluctResult {
+struct StackResult {
   std::string mode;
-  std::vector<FluctRound> rounds;
+  std::vector<StackRound> rounds;
   double total_s = 0;
   int policy_switches = 0;
   int codec_switches = 0;
+  bool ok = true;
+  sim::ParticipantStats last;  // the last round's counters
 };
-enum class Awareness { kStuck, kPassive, kAware, kAwareCompress };
-FluctResult run_fluctuation(const Setup& s, Awareness a, int rounds);
+StackResult run_stack(const Setup& s, const sim::WanSpec& wan, const StackOptions& o, int rounds,
+                      const std::string& name);
+
+// Fluctuation: the stack on the scenario's fluctuating WAN (sim::with_fluctuation), trees
+// without multipath, against a planner stuck with its first measurements.
+StackResult run_fluctuation(const Setup& s, Awareness a, bool compress, int rounds);
 
 }  // namespace sg::simbench

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Plots for perf/bench sim-sync: reads RESULTS/sim-sync.json, writes RESULTS/speedup.png
-(stormgate's speedup per scenario and model size) and RESULTS/fluctuation.png (round time
+(stormgate's full stack: speedup per scenario and model size) and RESULTS/fluctuation.png (round time
 over a fluctuating WAN, with the aware planner's policy switches and compressed links)."""
 import json
 import sys
@@ -19,7 +19,7 @@ rows = d.get("main", [])
 if rows:
     labels = [f"{r['sites']} sites\n{r['model_bytes'] / 2**20:.0f} MB" if r["model_bytes"] < 0.99 * 2**30
               else f"{r['sites']} sites\n{r['model_bytes'] / 2**30:.0f} GB" for r in rows]
-    ours = [r["stormgate FAPT+multipath"] for r in rows]
+    ours = [r.get("stormgate full stack", r["stormgate FAPT+multipath"]) for r in rows]
     series = [("parameter server (reliable)", "PS (star, reliable)"),
               ("ring all-reduce (reliable)", "ring all-reduce (reliable)"),
               ("bandwidth-blind tree (reliable)", "blind tree (reliable)")]
@@ -35,7 +35,8 @@ if rows:
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, fontsize=8)
     ax.set_ylabel("speedup of stormgate (round-time ratio)")
-    ax.set_title("Simulated round time: stormgate (FAPT + multipath, LTP) vs baselines")
+    ax.set_title("Simulated round time: stormgate (full stack: FAPT, multipath, LTP, awareness,\n"
+                 "adaptive compression) vs baselines", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(f"{out}/speedup.png", dpi=120)
@@ -80,6 +81,14 @@ if d.get("loss1"):
     for r in d["loss1"]:
         md.append(f"| {r['scenario']} | {r['reliable_s']:.2f} s | {r['ltp_s']:.2f} s | "
                   f"{r['reliable_s'] / r['ltp_s']:.2f} | {r['bubbles']:.0f} |")
+    md.append("")
+if d.get("idle_multipath"):
+    md += ["## Multipath where idle links exist (a single FAPT tree, LTP, without and with relays)", "",
+           "| scenario | model | tree | tree + relays | splits | model gain | gain |", "|---|---|---|---|---|---|---|"]
+    for r in d["idle_multipath"]:
+        size = f"{r['model_bytes'] / 2**30:.0f} GB" if r["model_bytes"] >= 2**30 else f"{r['model_bytes'] / 2**20:.0f} MB"
+        md.append(f"| {r['scenario']} | {size} | {r['tree_s']:.2f} s | {r['tree_mp_s']:.2f} s | {r['splits']:.0f} | "
+                  f"{r['model_gain']:.2f} | {r['tree_s'] / r['tree_mp_s']:.2f} |")
     md.append("")
 for f in d.get("fluctuation", []):
     modes = [m for m in ("stuck", "aware (passive)", "aware (passive+probes)", "aware+compress") if m in f]

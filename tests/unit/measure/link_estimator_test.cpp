@@ -138,6 +138,85 @@ TEST(LinkEstimator, AppLimitedWindowsNeverLowerTheEstimate) {
   EXPECT_LT(rel_err(est.bytes_per_s(0, 1, tr.now()), 30e6), 0.10);
 }
 
+// Streaming senders forward chunks as they come from upstream: a link the plan does not
+// saturate carries less than it could, with no queue. Those windows are app-limited (no
+// in-flight figure is given, as the gateway gives none; the RTT shows no standing queue) and
+// must not lower the estimate; the same rate behind a standing queue is a real drop.
+TEST(LinkEstimator, AppLimitedByTheQueueTestNeverLowerTheEstimate) {
+  LinkEstimator est(cfg());
+  est.set_prior(0, 1, 100e6, 40 * kMilli);
+  Trace tr(est, 9);
+  tr.rtt = 60 * kMilli;  // 20 ms of standing queue: the link is the limit
+  for (int r = 0; r < 3; ++r) tr.round(100e6, 20'000'000);
+  ASSERT_LT(rel_err(est.bytes_per_s(0, 1, tr.now()), 100e6), 0.10);
+  const uint32_t changes = est.summary(0, 1, tr.now()).changes;
+  tr.rtt = 41 * kMilli;  // the sender offers 30 MB/s, the queue is empty
+  for (int r = 0; r < 6; ++r) tr.round(30e6, 6'000'000);
+  LinkSummary s = est.summary(0, 1, tr.now());
+  EXPECT_LT(rel_err(s.bytes_per_s, 100e6), 0.10) << s.bytes_per_s;
+  EXPECT_EQ(s.changes, changes);
+  EXPECT_GE(s.app_limited, 6u);
+  tr.rtt = 70 * kMilli;  // now 30 MB/s fills a queue: the capacity fell
+  for (int r = 0; r < 2; ++r) tr.round(30e6, 6'000'000);
+  s = est.summary(0, 1, tr.now());
+  EXPECT_EQ(s.changes, changes + 1);
+  EXPECT_LT(rel_err(s.bytes_per_s, 30e6), 0.10) << s.bytes_per_s;
+}
+
+// Before any link-limited window, the prior is the estimate app-limited traffic is judged
+// against: the first rounds of a job must not replace a known capacity by the plan's load.
+TEST(LinkEstimator, AppLimitedTrafficDoesNotReplaceThePrior) {
+  LinkEstimator est(cfg());
+  est.set_prior(0, 1, 100e6, 40 * kMilli);
+  Trace tr(est, 10);
+  tr.rtt = 40 * kMilli;
+  for (int r = 0; r < 4; ++r) tr.round(25e6, 5'000'000);
+  EXPECT_DOUBLE_EQ(est.bytes_per_s(0, 1, tr.now()), 100e6);
+  // Faster than the prior, even app-limited: the link carries at least that much.
+  for (int r = 0; r < 2; ++r) tr.round(150e6, 30'000'000);
+  const LinkSummary s = est.summary(0, 1, tr.now());
+  EXPECT_EQ(s.source, Source::kTraffic);
+  EXPECT_LT(rel_err(s.bytes_per_s, 150e6), 0.10) << s.bytes_per_s;
+}
+
+// A streaming link whose offered load wanders between a quarter and two thirds of its
+// capacity from round to round (what a planner's changing trees do to it) must not produce
+// step changes: each one would make the passive planner replan.
+TEST(LinkEstimator, WanderingAppLimitedLoadDoesNotChurn) {
+  LinkEstimator est(cfg());
+  est.set_prior(0, 1, 200e6, 100 * kMilli);
+  Trace tr(est, 11);
+  tr.rtt = 102 * kMilli;
+  const double load[] = {50e6, 130e6, 60e6, 120e6, 50e6, 90e6, 130e6, 55e6, 100e6, 70e6};
+  for (double l : load) tr.round(l, static_cast<uint64_t>(l * 0.2));
+  const LinkSummary s = est.summary(0, 1, tr.now());
+  EXPECT_EQ(s.changes, 0u);
+  EXPECT_DOUBLE_EQ(s.bytes_per_s, 200e6);
+}
+
+// A link the planner left after a measured drop carries little afterwards (app-limited, no
+// queue) and could not show a recovery; unconfirmed for stale_after, the drop yields to the
+// prior, while a drop that link-limited windows keep confirming stands.
+TEST(LinkEstimator, DropNotReconfirmedYieldsToThePrior) {
+  EstimatorConfig c = cfg();
+  c.stale_after = 2 * kSecond;
+  LinkEstimator est(c);
+  est.set_prior(0, 1, 100e6, 40 * kMilli);
+  Trace tr(est, 12);
+  tr.rtt = 90 * kMilli;  // congested: 50 ms of queue
+  for (int r = 0; r < 2; ++r) tr.round(30e6, 6'000'000);
+  ASSERT_LT(rel_err(est.bytes_per_s(0, 1, tr.now()), 30e6), 0.10);
+  for (int r = 0; r < 4; ++r) tr.round(30e6, 6'000'000);  // still congested: confirmed
+  EXPECT_LT(rel_err(est.bytes_per_s(0, 1, tr.now() + 1 * kSecond), 30e6), 0.10);
+  tr.rtt = 41 * kMilli;  // the planner moved away: a trickle, no queue
+  for (int r = 0; r < 3; ++r) tr.round(5e6, 1'000'000);
+  EXPECT_LT(rel_err(est.bytes_per_s(0, 1, tr.now()), 30e6), 0.10);  // 1.5 s: still stands
+  for (int r = 0; r < 2; ++r) tr.round(5e6, 1'000'000);
+  const LinkSummary s = est.summary(0, 1, tr.now());  // 2.5 s since the last confirmation
+  EXPECT_EQ(s.source, Source::kPrior);
+  EXPECT_DOUBLE_EQ(s.bytes_per_s, 100e6);
+}
+
 TEST(LinkEstimator, IdleLinkFallsBackToProbeThenPrior) {
   LinkEstimator est(cfg());
   EXPECT_EQ(est.summary(1, 2, 0).source, Source::kNone);

@@ -151,6 +151,25 @@ TEST(Wan, RelaysForwardSplitLinksWithoutAggregating) {
   EXPECT_GT(wan.link(1, 2).stats().delivered, 90u);
 }
 
+// Chunks of a split link are dealt in the plan's proportions (smooth weighted round robin).
+TEST(Wan, SplitDealsChunksByThePlansWeights) {
+  WanSpec w = mesh(3, 12.5e6, 5 * kMilli, 0, 3);
+  Wan wan(w, 2048, 1);
+  Cluster c(wan, make_sync_sites(3, 1024, false, 3));
+  topo::Plan plan = topo::star_plan(network_at(w, 0, 1, 1e9), 1 << 20, 1024);
+  plan.shards[0].root = 0;
+  plan.shards[0].parent = {topo::kNoSite, 0, 0};
+  plan.splits.push_back({1, 0, 3, {{2, 1}}});
+  ASSERT_TRUE(install_plan(c, plan, 1));
+  Inputs in(3, (1 << 20) / 4, 1);
+  ASSERT_TRUE(c.run_round(1, in.spans, 60 * kSecond).ok);
+  expect_mean(c, in);
+  const auto sent = wan.split_sent(1, 0);
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_NEAR(static_cast<double>(sent[0]) / static_cast<double>(sent[1]), 3.0, 0.05);
+  EXPECT_TRUE(wan.split_sent(2, 0).empty());
+}
+
 TEST(Wan, EgressCapSlowsTheRound) {
   auto round = [](double cap) {
     WanSpec w = mesh(3, 12.5e6, 5 * kMilli, 0, 2);
