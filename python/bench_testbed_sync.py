@@ -60,9 +60,10 @@ def main():
     ap.add_argument("--gateway", choices=["stormgate", "stub"], default=os.environ.get("SG_TB_GATEWAY_KIND", "stormgate"),
                     help="stub: the DPDK-free per-site stub (plumbing only: no WAN round, not a valid figure)")
     ap.add_argument("--timeout", type=float, default=120)
-    ap.add_argument("--codec", choices=["f32", "f16", "bf16", "int8", "topk"], default="f32",
+    ap.add_argument("--codec", choices=["f32", "f16", "bf16", "int8", "topk", "adaptive"], default="f32",
                     help="stormgate compresses every tree link with this codec (compression: always); "
-                         "f32: no compression. gloo always sends f32.")
+                         "adaptive: NetSenseML's rule on the measured links decides, up to int8 "
+                         "(compression: adaptive); f32: no compression. gloo always sends f32.")
     a = ap.parse_args()
     a.bytes = a.bytes or ((1 << 20) if a.quick else (16 << 20))
     a.rounds = a.rounds or (1 if a.quick else 3)
@@ -79,7 +80,10 @@ def main():
     if a.codec != "f32":
         a.extra = os.path.join(tmp, "compression.yaml")
         with open(a.extra, "w") as f:
-            f.write("compression:\n  mode: always\n  codec: %s\n" % a.codec)
+            if a.codec == "adaptive":
+                f.write("compression:\n  mode: adaptive\n  codec: int8\n")
+            else:
+                f.write("compression:\n  mode: always\n  codec: %s\n" % a.codec)
     print("testbed-sync: %d MB per round, 3 sites x %d workers, uplinks %s Mbit/s, gateway %s, stormgate codec %s"
           % (a.bytes >> 20, a.workers, a.rates, a.gateway, a.codec), flush=True)
     try:
