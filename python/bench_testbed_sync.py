@@ -77,10 +77,12 @@ def main():
     os.environ.setdefault("STORMGATE_PYEXT_DIR", os.path.join(build, "client"))
     tmp = tempfile.mkdtemp(prefix="sg-tbsync-")
     a.extra = ""
-    if a.codec != "f32":
+    if True:  # always explicit: the config's default is compression: adaptive
         a.extra = os.path.join(tmp, "compression.yaml")
         with open(a.extra, "w") as f:
-            if a.codec == "adaptive":
+            if a.codec == "f32":
+                f.write("compression:\n  mode: off\n")
+            elif a.codec == "adaptive":
                 f.write("compression:\n  mode: adaptive\n  codec: int8\n")
             else:
                 f.write("compression:\n  mode: always\n  codec: %s\n" % a.codec)
