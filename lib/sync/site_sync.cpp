@@ -149,7 +149,7 @@ void SiteSync::size_buffers() {
     if (o->residual.size() != sh.floats) o->residual.assign(sh.floats, 0.0f);
   }
   for (auto& sh : shards_) {
-    if (sh.children.empty()) continue;
+    if (!sh.acc || sh.children.empty()) continue;
     bool any = sh.parent >= 0;  // below the root, forwarding may need the root's bytes
     for (int c : sh.children) any |= links_[c].codec != CodecId::kF32;
     if (!any) continue;
@@ -183,6 +183,12 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
     }
     sh.first = tree.byte_begin / 4;
     sh.floats = tree.bytes() / 4;
+    // Another engine of this gateway owns the shard: no state here (its traffic goes there).
+    if (static_cast<uint32_t>(s) % std::max<uint32_t>(cfg_.shard_engines, 1) != cfg_.shard_engine) {
+      sh.children.clear();
+      sh.parent = -1;
+      continue;
+    }
     sh.acc = std::make_unique<agg::Accumulator>(sh.floats, chunk_floats);
     sh.up_seen.assign(sh.acc->chunk_count(), 0);
     sh.local_missing.assign(sh.acc->chunk_count(), 0);
@@ -268,6 +274,10 @@ bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos n
   const size_t cf = cfg_.chunk_bytes / 4;
   for (size_t s = 0; s < shards_.size(); ++s) {
     Shard& sh = shards_[s];
+    if (!sh.acc) {  // another engine's shard: nothing to do here this round
+      sh.up_done = sh.down_done = true;
+      continue;
+    }
     sh.acc->reset();
     std::fill(sh.up_seen.begin(), sh.up_seen.end(), 0);
     std::fill(sh.up_sent.begin(), sh.up_sent.end(), 0);
@@ -325,7 +335,7 @@ void SiteSync::local_ready(size_t first, size_t count, Nanos now, ltp::PacketSin
   for (size_t s = 0; s < shards_.size(); ++s) {
     Shard& sh = shards_[s];
     const size_t lo = std::max(first, sh.first), hi = std::min(end, sh.first + sh.floats);
-    if (lo >= hi) continue;
+    if (lo >= hi || !sh.acc) continue;
     for (size_t c = (lo - sh.first) / cf; c * cf + sh.first < hi; ++c) {
       const size_t clo = sh.first + c * cf;
       const size_t chi = std::min(clo + cf, sh.first + sh.floats);
@@ -527,7 +537,7 @@ void SiteSync::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload
   const int s = c.key.shard;
   Shard& sh = shards_[s];
   const int src = index_of(c.key.src_node);
-  const uint32_t k = src < 0 ? 0 : pack_of(sh, c.codec, c.chunk_count);
+  const uint32_t k = src < 0 || !sh.acc ? 0 : pack_of(sh, c.codec, c.chunk_count);
   if (k == 0) {
     ++stats_.bad_chunks;
     return;
@@ -606,7 +616,7 @@ void SiteSync::on_bubble(const ltp::ChunkRef& c, ltp::FillRule) {
   const int s = c.key.shard;
   Shard& sh = shards_[s];
   const int src = index_of(c.key.src_node);
-  const uint32_t k = src < 0 ? 0 : pack_of(sh, c.codec, c.chunk_count);
+  const uint32_t k = src < 0 || !sh.acc ? 0 : pack_of(sh, c.codec, c.chunk_count);
   const bool from_parent = src >= 0 && src == sh.parent;
   const bool from_child = src >= 0 && std::find(sh.children.begin(), sh.children.end(), src) != sh.children.end();
   for (uint32_t i = 0; i < k; ++i) {
@@ -763,7 +773,8 @@ Nanos SiteSync::poll(Nanos now, ltp::PacketSink& tx) {
     for (auto& o : outs_) o->dirty = false;
     // Senders still trying are abandoned: fresh ones for the next round.
     uint32_t max_chunks = 1;
-    for (const auto& sh : shards_) max_chunks = std::max(max_chunks, sh.acc->chunk_count());
+    for (const auto& sh : shards_)
+      if (sh.acc) max_chunks = std::max(max_chunks, sh.acc->chunk_count());
     for (auto& o : outs_) {
       if (!o->started || o->sender->done()) continue;
       ltp::SenderConfig sc = cfg_.sender;

@@ -69,6 +69,11 @@ struct SyncConfig {
   bool wire_compression = false;
   float topk_ratio = 0.01f;  // for top-k links named by the plan's codecs
   uint64_t seed = 1;
+  // Several engines of one gateway split the shards: this one runs shard s only where
+  // s % shard_engines == shard_engine (the others' traffic is steered to them); the round is
+  // done here when its own shards are. 1: every shard.
+  uint32_t shard_engine = 0;
+  uint32_t shard_engines = 1;
 };
 
 struct SyncStats {

@@ -278,4 +278,21 @@ Result<size_t> build_reject(std::span<uint8_t> out, const RejectFields& f) {
   return sizeof(RejectHeader);
 }
 
+std::optional<uint16_t> peek_shard(std::span<const uint8_t> msg) {
+  if (msg.size() < sizeof(LtpCommon)) return std::nullopt;
+  const auto type = static_cast<MsgType>(reinterpret_cast<const LtpCommon*>(msg.data())->type);
+  switch (type) {
+    case MsgType::kData:
+      if (msg.size() < sizeof(DataHeader)) return std::nullopt;
+      return reinterpret_cast<const DataHeader*>(msg.data())->shard.load();
+    case MsgType::kAck:
+      if (msg.size() < sizeof(AckHeader)) return std::nullopt;
+      return reinterpret_cast<const AckHeader*>(msg.data())->shard.load();
+    case MsgType::kClose:
+      if (msg.size() < sizeof(CloseHeader)) return std::nullopt;
+      return reinterpret_cast<const CloseHeader*>(msg.data())->shard.load();
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace sg::wire

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "common/codec_id.h"
@@ -81,6 +82,11 @@ struct AckMsg {
 };
 
 Result<AckMsg> parse_ack(std::span<const uint8_t> msg);
+
+// The shard a DATA, ACK or CLOSE is about, read without validating the rest (for steering a
+// message to the engine that owns its shard; the owner validates it fully). nullopt for
+// other types or a message too short to hold the field.
+std::optional<uint16_t> peek_shard(std::span<const uint8_t> msg);
 // `sack` may be shorter than the field (rest zero) but not longer.
 Result<size_t> build_ack(std::span<uint8_t> out, const AckFields& f, std::span<const uint8_t> sack);
 
