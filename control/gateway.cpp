@@ -57,43 +57,56 @@ bool Gateway::start() {
     engines_.push_back(std::make_unique<dp::Engine>(ports_, pool_, *handlers_.back(), ep));
   }
   if (cfg_.job.model_bytes) {
-    // Engine 0 owns the job; the others hand its packets over through one MP/SC ring.
-    dp::LtpCounters& lc = const_cast<dp::LtpCounters&>(handlers_[0]->ltp());
-    ltp_tx_ = std::make_unique<dp::LtpTx>(ports_, nbrs_, routes_, lc);
-    job_ = std::make_unique<dp::JobRunner>(cfg_, plan_, policy_version_, *ltp_tx_);
-    if (workers > 1) {
-      handoff_ = rte_ring_create("sg_handoff", 4096, rte_socket_id(), RING_F_SC_DEQ);
-      if (!handoff_) {
-        std::fprintf(stderr, "stormgate: cannot create the engine hand-off ring\n");
+    // Every engine runs the job's shards s % workers == its index (engine 0 also the site's
+    // workers and the round's start and end); a job packet that arrives on another engine's
+    // queue is handed to its shard's engine through that engine's MP/SC ring.
+    policy_slot_ = std::make_unique<dp::PolicySlot>(workers);
+    std::vector<rte_ring*> owner_rings;
+    for (unsigned q = 0; q < workers; ++q) {
+      dp::LtpCounters& lc = const_cast<dp::LtpCounters&>(handlers_[q]->ltp());
+      ltp_txs_.push_back(std::make_unique<dp::LtpTx>(ports_, nbrs_, routes_, lc));
+      jobs_.push_back(std::make_unique<dp::JobRunner>(cfg_, plan_, policy_version_, *ltp_txs_.back(),
+                                                      dp::ShardRole{q, workers}));
+      handlers_[q]->attach_job(jobs_.back().get(), ltp_txs_.back().get());
+      // Control <- engine q: DATA arrival samples (SP/SC ring); policies out through the RCU slot.
+      rte_ring* samples = rte_ring_create_elem(("sg_samples" + std::to_string(q)).c_str(), sizeof(measure::ArrivalSample),
+                                               16384, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+      if (!samples) {
+        std::fprintf(stderr, "stormgate: cannot create the measurement ring of engine %u\n", q);
         return false;
       }
-      for (auto& h : handlers_) h->attach_handoff(handoff_);
-      // Spray the job's DATA over every TX queue: engine 0 deals packets to engine q's ring,
-      // engine q sends them on its own queue (dataplane/MULTIPATH.md).
-      std::vector<rte_ring*> rings{nullptr};
-      for (unsigned q = 1; q < workers; ++q) {
-        rte_ring* r = rte_ring_create(("sg_txq" + std::to_string(q)).c_str(), 1024, rte_socket_id(),
-                                      RING_F_SP_ENQ | RING_F_SC_DEQ);
+      samples_.push_back(samples);
+      jobs_.back()->attach_control(policy_slot_.get(), samples);
+      if (workers > 1) {
+        rte_ring* r = rte_ring_create(("sg_handoff" + std::to_string(q)).c_str(), 4096, rte_socket_id(), RING_F_SC_DEQ);
         if (!r) {
-          std::fprintf(stderr, "stormgate: cannot create the TX queue ring of engine %u\n", q);
+          std::fprintf(stderr, "stormgate: cannot create the hand-off ring of engine %u\n", q);
           return false;
         }
-        txq_rings_.push_back(r);
-        handlers_[q]->attach_tx_ring(r);
-        rings.push_back(r);
+        owner_rings.push_back(r);
       }
-      ltp_tx_->set_tx_rings(std::move(rings));
     }
-    handlers_[0]->attach_job(job_.get(), ltp_tx_.get());
-    // Control <-> engine 0: DATA arrival samples in (SP/SC ring), policies out (RCU slot).
-    samples_ = rte_ring_create_elem("sg_samples", sizeof(measure::ArrivalSample), 16384, rte_socket_id(),
-                                    RING_F_SP_ENQ | RING_F_SC_DEQ);
-    if (!samples_) {
-      std::fprintf(stderr, "stormgate: cannot create the measurement ring\n");
-      return false;
+    job_ = jobs_.front().get();
+    if (workers > 1) {
+      handoff_rings_ = owner_rings;
+      for (unsigned q = 0; q < workers; ++q) handlers_[q]->attach_shard_engines(owner_rings, q);
+      // Lead <-> followers: a round's messages fit (engine_link.h).
+      const uint32_t down = static_cast<uint32_t>(cfg_.job.model_bytes / config::worker_chunk_bytes(cfg_) + 64);
+      const uint32_t up = static_cast<uint32_t>(cfg_.job.model_bytes / cfg_.transport.chunk_bytes + 64 + 2 * cfg_.topology.shards);
+      std::vector<dp::EngineLink*> links;
+      std::vector<const dp::JobRunner*> followers;
+      for (unsigned q = 1; q < workers; ++q) {
+        links_.push_back(std::make_unique<dp::EngineLink>("sg_link" + std::to_string(q), down, up));
+        if (!links_.back()->ok()) {
+          std::fprintf(stderr, "stormgate: cannot create the rings between engine 0 and engine %u (raise -m)\n", q);
+          return false;
+        }
+        jobs_[q]->attach_lead(links_.back().get(), job_);
+        links.push_back(links_.back().get());
+        followers.push_back(jobs_[q].get());
+      }
+      job_->attach_followers(std::move(links), std::move(followers));
     }
-    policy_slot_ = std::make_unique<dp::PolicySlot>();
-    job_->attach_control(policy_slot_.get(), samples_);
     measure::EstimatorConfig ec;
     ec.sites = static_cast<int>(dp::job_sites(cfg_).size());
     estimator_ = std::make_unique<measure::LinkEstimator>(ec);
@@ -108,7 +121,7 @@ bool Gateway::start() {
       agent_ = std::make_unique<PolicyAgent>(cfg_, dp::job_sites(cfg_), plan_, pool_, ports_, nbrs_, routes_, ctl_in_,
                                              ctl_out_, *policy_slot_);
       handlers_[0]->attach_control(ctl_in_, ctl_out_);
-      job_->set_gate(&agent_->approved_through());
+      job_->set_gate(&agent_->approved_through());  // the lead begins every round
     }
   }
   launch_.resize(workers);
@@ -202,11 +215,12 @@ void Gateway::print_line(const Totals& now, const Totals& before, double seconds
 }
 
 void Gateway::drain_samples() {
-  if (!samples_ || !estimator_) return;
+  if (samples_.empty() || !estimator_) return;
   measure::ArrivalSample buf[256];
   unsigned n;
-  while ((n = rte_ring_dequeue_burst_elem(samples_, buf, sizeof(buf[0]), 256, nullptr)) > 0)
-    for (unsigned i = 0; i < n; ++i) estimator_->on_arrival(buf[i]);
+  for (rte_ring* r : samples_)
+    while ((n = rte_ring_dequeue_burst_elem(r, buf, sizeof(buf[0]), 256, nullptr)) > 0)
+      for (unsigned i = 0; i < n; ++i) estimator_->on_arrival(buf[i]);
   const Nanos now = handlers_.empty() ? 0 : handlers_[0]->now_ns(rte_rdtsc());
   // One estimator window per round: close them as rounds complete.
   const uint64_t rounds = job_->counters().rounds.get();
@@ -277,6 +291,13 @@ bool Gateway::stop() {
   rte_eal_mp_wait_lcore();
   running_ = false;
   dp::drain_rx(ports_);
+  // Frames one engine handed to another after that one had stopped.
+  for (rte_ring* r : handoff_rings_) {
+    void* objs[32];
+    unsigned n;
+    while ((n = rte_ring_dequeue_burst(r, objs, 32, nullptr)) > 0)
+      rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
+  }
   const Totals t = totals();
   std::printf("[%s] final: rx %llu pkts (%llu B), tx %llu pkts (%llu B), tx refused %llu, LTP DATA in %llu out %llu, "
               "ARP answered %llu learned %llu, idle sleeps %llu\n",
@@ -304,6 +325,17 @@ bool Gateway::stop() {
                 n ? rc.round_ns_total.get() / 1e6 / n : 0.0, (unsigned long long)rc.early_closes.get(),
                 (unsigned long long)rc.up_bubbles.get(), (unsigned long long)rc.down_bubbles.get(),
                 (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.retransmits.get(), exact);
+    if (jobs_.size() > 1) {
+      // How the job spread over the engines (shards s % engines == q under the plan in force).
+      const size_t shards = plan().shards.size();
+      for (size_t q = 0; q < jobs_.size(); ++q) {
+        const auto& l = handlers_[q]->ltp();
+        std::printf("[%s] engine %zu: %zu shard(s), LTP DATA in %llu out %llu, handed to other engines %llu\n",
+                    cfg_.site.name.c_str(), q, shards / jobs_.size() + (q < shards % jobs_.size() ? 1 : 0),
+                    (unsigned long long)l.data_rx.get(), (unsigned long long)l.data_tx.get(),
+                    (unsigned long long)l.handed_over.get());
+      }
+    }
     if (agent_)
       std::printf("[%s] policy: version %u in force, %llu switches, %llu proposals (coordinator), last modelled gain %.2f\n",
                   cfg_.site.name.c_str(), policy_version(), (unsigned long long)agent_->stats().switches.load(),
@@ -312,15 +344,6 @@ bool Gateway::stop() {
   engines_.clear();
   handlers_.clear();
   agent_.reset();
-  // Every engine has stopped: what engine 0 dealt to a queue after its engine stopped is freed here.
-  for (rte_ring* r : txq_rings_) {
-    void* objs[32];
-    unsigned n;
-    while ((n = rte_ring_dequeue_burst(r, objs, 32, nullptr)) > 0)
-      rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
-    rte_ring_free(r);
-  }
-  txq_rings_.clear();
   for (rte_ring** r : {&ctl_in_, &ctl_out_}) {
     if (!*r) continue;
     void* objs[32];
@@ -330,17 +353,15 @@ bool Gateway::stop() {
     rte_ring_free(*r);
     *r = nullptr;
   }
-  job_.reset();
-  ltp_tx_.reset();
+  job_ = nullptr;
+  links_.clear();
+  jobs_.clear();
+  ltp_txs_.clear();
   policy_slot_.reset();
-  if (samples_) {
-    rte_ring_free(samples_);
-    samples_ = nullptr;
-  }
-  if (handoff_) {
-    rte_ring_free(handoff_);
-    handoff_ = nullptr;
-  }
+  for (rte_ring* r : samples_) rte_ring_free(r);
+  samples_.clear();
+  for (rte_ring* r : handoff_rings_) rte_ring_free(r);
+  handoff_rings_.clear();
   dp::teardown_ports(ports_);
   bool full = true;
   if (pool_) {

@@ -61,7 +61,7 @@ class Gateway {
   const dp::Neighbours& neighbours() const { return nbrs_; }
   const std::vector<dp::PeerRoute>& routes() const { return routes_; }
   uint64_t data_rx_from_peer(size_t peer_index) const;
-  const dp::JobRunner* job() const { return job_.get(); }
+  const dp::JobRunner* job() const { return job_; }
   // The plan in force and its version (copies: the control thread may switch them).
   topo::Plan plan() const {
     std::lock_guard lk(view_mu_);
@@ -90,17 +90,20 @@ class Gateway {
   std::vector<std::unique_ptr<dp::GatewayHandler>> handlers_;
   topo::Plan plan_;
   uint32_t policy_version_ = 0;
-  std::unique_ptr<dp::LtpTx> ltp_tx_;
-  std::unique_ptr<dp::JobRunner> job_;
-  rte_ring* handoff_ = nullptr;
-  std::vector<rte_ring*> txq_rings_;  // engine 0 -> engine q: job DATA for queue q (SP/SC)
+  // The job: one runner and one LTP sink per engine (each runs its own shards); job_ is
+  // engine 0's, which leads the rounds and counts for all.
+  std::vector<std::unique_ptr<dp::LtpTx>> ltp_txs_;
+  std::vector<std::unique_ptr<dp::JobRunner>> jobs_;
+  dp::JobRunner* job_ = nullptr;
+  std::vector<std::unique_ptr<dp::EngineLink>> links_;
+  std::vector<rte_ring*> handoff_rings_;  // per engine: job frames for its shards (MP/SC)
   // Control thread state.
   void drain_samples();
   std::unique_ptr<dp::PolicySlot> policy_slot_;
   std::unique_ptr<PolicyAgent> agent_;
   rte_ring* ctl_in_ = nullptr;
   rte_ring* ctl_out_ = nullptr;
-  rte_ring* samples_ = nullptr;
+  std::vector<rte_ring*> samples_;  // per engine
   std::unique_ptr<measure::LinkEstimator> estimator_;
   uint64_t rounds_seen_ = 0;
   mutable std::mutex view_mu_;  // control thread writes, telemetry thread reads

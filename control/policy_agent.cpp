@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dataplane/job_runner.h"
 #include "policy/messages.h"
 #include "topology/fapt.h"
 #include "topology/plan_codec.h"
@@ -218,6 +219,7 @@ void PolicyAgent::maybe_replan(Nanos now) {
   opt.multipath = cfg_.topology.multipath;
   topo::Plan cand = topo::plan_fapt(net, cfg_.job.model_bytes, opt);
   if (!cfg_.topology.multipath) cand.splits.clear();
+  dp::spread_shards(cand, cfg_.topology.shards, cfg_.transport.chunk_bytes);
   if (topo::validate(cand) != topo::PlanError::kOk) return;
   stats_.replans_considered.fetch_add(1, std::memory_order_relaxed);
   const double cur = topo::round_time(net, current_, cfg_.transport.chunk_bytes).total_s;

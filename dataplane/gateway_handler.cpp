@@ -112,6 +112,13 @@ void GatewayHandler::on_stop_st(EngineIo&) {
     rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
 }
 
+unsigned GatewayHandler::owner_of(const wire::CommonInfo& common, std::span<const uint8_t> msg) const {
+  if (common.src_node >= sync::kWorkerNodeBase) return 0;  // the site's workers: the lead
+  const auto shard = wire::peek_shard(msg);                 // DATA, ACK, CLOSE
+  if (!shard) return 0;                                     // CONTROL, REJECT, malformed
+  return *shard % static_cast<unsigned>(owner_rings_.size());
+}
+
 int GatewayHandler::peer_index_of_node(uint16_t node) const {
   for (size_t i = 0; i < cfg_.peers.size(); ++i)
     if (cfg_.peers[i].id == node) return static_cast<int>(i);
@@ -212,6 +219,19 @@ void GatewayHandler::handle_arp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
     rte_pktmbuf_free(m);
     return;
   }
+  if (!arp_owner_) {
+    // The neighbour table has one writer, engine 0: ARP that a NIC's hash put on our queue
+    // goes there (replies would otherwise never be learned).
+    rte_ring* to_owner = owner_rings_.empty() ? handoff_ : owner_rings_[0];
+    if (to_owner) {
+      m->hash.usr = port_index;
+      if (rte_ring_enqueue(to_owner, m) != 0) {
+        ltp_.handoff_full.add();
+        rte_pktmbuf_free(m);
+      }
+      return;
+    }
+  }
   if (arp_owner_ && nbrs_.learn_st(arp->spa, port_index, to_rte(arp->sha), now_tsc)) ltp_.arp_learned.add();
   if (arp->op != wire::kArpRequest) {
     rte_pktmbuf_free(m);
@@ -273,13 +293,22 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
       rte_pktmbuf_free(m);
       return;
     }
+    rte_ring* to = nullptr;
     if (!job_) {
-      // Not the job's engine: hand the whole frame to engine 0 (it validates it again). The
-      // port it came in on rides in the hash field (the RSS hash is no longer needed).
+      to = handoff_;  // not the job's engine: engine 0 takes it
+    } else if (!owner_rings_.empty()) {
+      const unsigned owner = owner_of(*common, msg);
+      if (owner != self_) to = owner_rings_[owner];
+    }
+    if (to) {
+      // Hand the whole frame over (the owner validates it again). The port it came in on
+      // rides in the hash field (the RSS hash is no longer needed).
       m->hash.usr = port_index;
-      if (rte_ring_enqueue(handoff_, m) != 0) {
+      if (rte_ring_enqueue(to, m) != 0) {
         ltp_.handoff_full.add();
         rte_pktmbuf_free(m);
+      } else {
+        ltp_.handed_over.add();
       }
       return;
     }

@@ -20,6 +20,7 @@
 #include "dataplane/engine.h"
 #include "dataplane/neighbours.h"
 #include "wire/ethernet.h"
+#include "wire/ltp_codec.h"
 
 namespace sg::dp {
 
@@ -29,7 +30,8 @@ struct LtpCounters {
   Counter arp_requests_answered, arp_requests_sent, arp_learned;
   Counter data_tx, data_tx_bytes;
   Counter no_mbuf;       // pool empty when building a packet
-  Counter handoff_full;  // job packet from another engine's queue dropped: engine 0's ring was full
+  Counter handoff_full;  // job packet for another engine dropped: that engine's ring was full
+  Counter handed_over;   // job packets passed to the engine owning their shard
   Counter other_job;     // LTP for a job this gateway does not run
   Counter control_full;  // CONTROL frame dropped: the control thread's ring was full
   std::array<Counter, 64> data_rx_from_site{};  // by peer index (first 64 peers), relayed included
@@ -82,6 +84,15 @@ class GatewayHandler final : public PacketHandler {
   // Other engines hand the job's packets to engine 0 through `ring` (multi-producer,
   // single-consumer; the mbuf's ownership moves with it). Engine 0 drains the same ring.
   void attach_handoff(rte_ring* ring) { handoff_ = ring; }
+  // Shards split over engines (every engine has a job): a job packet is handled by the engine
+  // owning its shard (shard % engines; the site's workers, CONTROL and REJECT: engine 0);
+  // others reach it through rings[owner] (multi-producer, single-consumer; the mbuf moves
+  // with it). This engine is `self` and drains rings[self].
+  void attach_shard_engines(std::vector<rte_ring*> rings, unsigned self) {
+    owner_rings_ = std::move(rings);
+    self_ = self;
+    handoff_ = owner_rings_.empty() ? nullptr : owner_rings_[self];
+  }
   // Engine 0 and the control thread: LTP CONTROL frames go to `to_control` (the mbuf with
   // them); frames the control thread built come back on `from_control` for TX.
   void attach_control(rte_ring* to_control, rte_ring* from_control) {
@@ -117,6 +128,7 @@ class GatewayHandler final : public PacketHandler {
   unsigned push_st(EngineIo& io, uint64_t now_tsc);
   bool send_data_st(EngineIo& io, const PeerRoute& r, uint64_t now_tsc);
   int peer_index_of_node(uint16_t node) const;
+  unsigned owner_of(const wire::CommonInfo& common, std::span<const uint8_t> msg) const;
 
   const config::GatewayConfig& cfg_;
   const std::vector<Port>& ports_;
@@ -135,6 +147,8 @@ class GatewayHandler final : public PacketHandler {
   JobRunner* job_ = nullptr;
   LtpTx* ltp_tx_ = nullptr;
   rte_ring* handoff_ = nullptr;
+  std::vector<rte_ring*> owner_rings_;
+  unsigned self_ = 0;
   rte_ring* tx_ring_ = nullptr;
   rte_ring* ctl_in_ = nullptr;
   rte_ring* ctl_out_ = nullptr;

@@ -26,6 +26,21 @@ std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg) {
   return s;
 }
 
+void spread_shards(topo::Plan& plan, uint32_t count, uint32_t chunk_bytes) {
+  const uint64_t unit = std::max<uint64_t>(chunk_bytes / 4 * 4, 4);
+  while (plan.shards.size() < count) {
+    size_t big = 0;
+    for (size_t s = 1; s < plan.shards.size(); ++s)
+      if (plan.shards[s].bytes() > plan.shards[big].bytes()) big = s;
+    if (plan.shards.empty() || plan.shards[big].bytes() < 2 * unit) return;
+    topo::ShardTree half = plan.shards[big];
+    const uint64_t cut = plan.shards[big].byte_begin + plan.shards[big].bytes() / 2 / unit * unit;
+    plan.shards[big].byte_end = cut;
+    half.byte_begin = cut;
+    plan.shards.insert(plan.shards.begin() + static_cast<std::ptrdiff_t>(big) + 1, std::move(half));
+  }
+}
+
 bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error) {
   const int n = static_cast<int>(job_sites(cfg).size());
   // Before any measurement every link looks the same: 1 Gbit/s, 10 ms, 5 GB/s aggregation.
@@ -43,6 +58,7 @@ bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::strin
       return false;
   }
   if (!cfg.topology.multipath) plan.splits.clear();
+  spread_shards(plan, cfg.topology.shards, cfg.transport.chunk_bytes);
   // "always" compresses every tree link from the first round; "adaptive" starts at full
   // precision and lets the coordinator's measurements decide (control/link_codecs).
   if (cfg.compression.mode == config::CompressionMode::kAlways) topo::set_tree_codecs(plan, cfg.compression.codec);
@@ -53,8 +69,9 @@ bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::strin
   return true;
 }
 
-JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx)
-    : cfg_(cfg), tx_(tx), sites_(job_sites(cfg)) {
+JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx,
+                     ShardRole role)
+    : cfg_(cfg), tx_(tx), sites_(job_sites(cfg)), role_(role) {
   for (size_t i = 0; i < sites_.size(); ++i)
     if (sites_[i] == cfg.site.id) self_ = static_cast<int>(i);
   sync::SyncConfig sc;
@@ -69,7 +86,9 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sc.receiver.early_close.quiet_rtts = cfg.transport.early_close.quiet_rtts;
   sc.reliable_baseline = cfg.transport.rate_controller == config::RateController::kAimd;
   sc.round_timeout = static_cast<Nanos>(cfg.job.round_timeout_ms) * kMilli;
-  sc.seed = cfg.site.id;
+  sc.seed = cfg.site.id * 31u + role.engine;
+  sc.shard_engine = role.engine;
+  sc.shard_engines = std::max<uint32_t>(role.engines, 1);
   // Links compress as the policy's plan says (compression.mode always / adaptive).
   sc.wire_compression = cfg.compression.mode != config::CompressionMode::kOff;
   sc.topk_ratio = static_cast<float>(cfg.compression.topk_ratio);
@@ -81,7 +100,8 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   policy_ = policy_version;
   c_.policy_version.store(policy_version);
   local_.assign(cfg.job.model_bytes / 4, 0.0f);
-  if (cfg.job.workers) {
+  // The site's workers talk to the lead engine only.
+  if (cfg.job.workers && role_.engine == 0) {
     sync::LocalGroupConfig lc;
     lc.job = cfg.job.id;
     lc.gateway_node = cfg.site.id;
@@ -95,23 +115,62 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   }
 }
 
-void JobRunner::fill_local(uint32_t round) {
-  for (size_t k = 0; k < local_.size(); ++k) local_[k] = synthetic(self_, round, k);
+void JobRunner::attach_followers(std::vector<EngineLink*> links, std::vector<const JobRunner*> runners) {
+  links_ = std::move(links);
+  followers_ = std::move(runners);
+  done_round_.assign(links_.size(), 0);
 }
 
-void JobRunner::check_result() {
-  // The exact mean of every site's synthetic gradient, compared value by value.
+void JobRunner::attach_lead(EngineLink* link, const JobRunner* lead) {
+  lead_link_ = link;
+  lead_ = lead;
+}
+
+std::span<const float> JobRunner::local_view() const {
+  return group_ ? group_->contribution_buffer() : std::span<const float>{};
+}
+
+// Floats [first, first + count) touch a shard engine `engine` runs under the current plan.
+bool JobRunner::owns(size_t first, size_t count, uint32_t engine) const {
+  const auto& shards = sync_->plan().shards;
+  const uint32_t e = std::max<uint32_t>(role_.engines, 1);
+  for (size_t s = 0; s < shards.size(); ++s) {
+    if (s % e != engine) continue;
+    const size_t lo = shards[s].byte_begin / 4, hi = shards[s].byte_end / 4;
+    if (first < hi && first + count > lo) return true;
+  }
+  return false;
+}
+
+void JobRunner::fill_local(uint32_t round) {
+  // Only this engine's shards are read by its SiteSync.
+  const auto& shards = sync_->plan().shards;
+  const uint32_t e = std::max<uint32_t>(role_.engines, 1);
+  for (size_t s = 0; s < shards.size(); ++s) {
+    if (s % e != role_.engine) continue;
+    for (size_t k = shards[s].byte_begin / 4; k < shards[s].byte_end / 4 && k < local_.size(); ++k)
+      local_[k] = synthetic(self_, round, k);
+  }
+}
+
+void JobRunner::check_result(uint64_t& checked, uint64_t& exact) const {
+  // The exact mean of every site's synthetic gradient, compared value by value on this
+  // engine's shards.
   const auto r = sync_->result();
   float offset = 0;
   for (size_t i = 0; i < sites_.size(); ++i) offset += 0.5f * static_cast<float>(i + 1);
   offset /= static_cast<float>(sites_.size());
-  uint64_t exact = 0;
-  for (size_t k = 0; k < r.size(); ++k) {
-    const float want = offset + static_cast<float>((k * 7 + round_) % 1000) * 1e-3f;
-    exact += std::fabs(r[k] - want) <= 1e-5f * (1.0f + std::fabs(want));
+  const auto& shards = sync_->plan().shards;
+  const uint32_t e = std::max<uint32_t>(role_.engines, 1);
+  checked = exact = 0;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    if (s % e != role_.engine) continue;
+    for (size_t k = shards[s].byte_begin / 4; k < shards[s].byte_end / 4 && k < r.size(); ++k) {
+      const float want = offset + static_cast<float>((k * 7 + round_) % 1000) * 1e-3f;
+      exact += std::fabs(r[k] - want) <= 1e-5f * (1.0f + std::fabs(want));
+      ++checked;
+    }
   }
-  c_.values_checked.add(r.size());
-  c_.values_exact.add(exact);
 }
 
 void JobRunner::on_sample(const ltp::ArrivalSample& s) {
@@ -132,12 +191,18 @@ void JobRunner::on_sample(const ltp::ArrivalSample& s) {
 
 // Workers: each piece of the WAN result goes on to them as soon as it is final here.
 void JobRunner::on_result(size_t first, size_t count) {
+  if (lead_link_) {
+    // A follower's result goes to the lead, which streams it on to the workers.
+    if (streaming_) lead_link_->up.push_st({LinkMsg::kResult, sync_->round(), first, count, 0, 0});
+    return;
+  }
   if (!group_ || group_->round() != sync_->round()) return;
   group_->result_ready(sync_->round(), first, sync_->result().subspan(first, count), now_, tx_);
 }
 
 // Workers: contribution chunks that became final join the running WAN round at once (the
-// round began with the first push), so the WAN part overlaps the pushes.
+// round began with the first push), so the WAN part overlaps the pushes. Followers get the
+// chunks that touch their shards.
 void JobRunner::feed_local_st(Nanos now) {
   if (!group_ || !sync_->running() || sync_->round() != group_->round()) return;
   const size_t cf = config::worker_chunk_bytes(cfg_) / 4;
@@ -145,29 +210,34 @@ void JobRunner::feed_local_st(Nanos now) {
   const auto ready = group_->take_ready_chunks();
   for (uint32_t c : ready) {
     const size_t first = static_cast<size_t>(c) * cf;
-    if (first < total)
-      sync_->local_ready(first, std::min(cf, total - first), now, tx_, group_->chunk_contributors(c) > 0);
+    if (first >= total) continue;
+    const size_t n = std::min(cf, total - first);
+    const bool present = group_->chunk_contributors(c) > 0;
+    sync_->local_ready(first, n, now, tx_, present);
+    for (size_t q = 0; q < links_.size(); ++q)
+      if (owns(first, n, static_cast<uint32_t>(q + 1)))
+        links_[q]->down.push_st({LinkMsg::kLocal, round_, first, n, present ? 1u : 0u, 0});
   }
   if (!ready.empty()) next_wake_ = 0;  // senders and result transfers have new chunks: poll them
 }
 
-void JobRunner::maybe_switch_policy_st() {
+void JobRunner::maybe_switch_policy_st(uint32_t next_round) {
   if (!slot_) return;
   const PolicySnapshot* p = slot_->peek_st();
   // Switch only between rounds, and only at the round every gateway agreed on.
-  if (p && p->version > policy_ && round_ + 1 >= p->from_round) {
+  if (p && p->version > policy_ && next_round >= p->from_round) {
     if (sync_->set_plan(p->plan, p->version)) {
       tx_.sprayer().set_plan(p->plan, sites_, self_);
       policy_ = p->version;
       c_.policy_switches.add();
       c_.policy_version.store(p->version, std::memory_order_relaxed);
-      c_.switch_round.store(round_ + 1, std::memory_order_relaxed);
+      c_.switch_round.store(next_round, std::memory_order_relaxed);
     }
   }
 }
 
 void JobRunner::on_stop_st() {
-  if (slot_ && online_) slot_->offline_st();
+  if (slot_ && online_) slot_->offline_st(role_.engine);
   online_ = false;
 }
 
@@ -183,78 +253,209 @@ void JobRunner::on_packet_st(std::span<const uint8_t> msg, Nanos now) {
   next_wake_ = 0;  // state changed: run the timers on the next pass
 }
 
+void JobRunner::begin_followers_st(uint32_t round, bool streaming) {
+  for (auto* l : links_) l->down.push_st({LinkMsg::kBegin, round, streaming ? 1u : 0u, 0, 0, 0});
+}
+
+bool JobRunner::followers_done(uint32_t round) const {
+  for (uint32_t r : done_round_)
+    if (r < round) return false;
+  return true;
+}
+
+// Lead: what the followers report (results for the workers, their end of a round, checks).
+unsigned JobRunner::lead_messages_st(Nanos now) {
+  unsigned work = 0;
+  EngineMsg m[64];
+  for (size_t q = 0; q < links_.size(); ++q) {
+    unsigned n;
+    while ((n = links_[q]->up.pop_st(m, 64)) > 0) {
+      work += n;
+      for (unsigned i = 0; i < n; ++i) {
+        switch (m[i].type) {
+          case LinkMsg::kResult:
+            if (group_ && m[i].round == group_->round() && m[i].round == round_) {
+              const auto r = followers_[q]->result_view();
+              if (m[i].a < r.size() && m[i].b <= r.size() - m[i].a)
+                group_->result_ready(m[i].round, m[i].a, r.subspan(m[i].a, m[i].b), now, tx_);
+            } else {
+              c_.link_stray.add();
+            }
+            break;
+          case LinkMsg::kDone:
+            done_round_[q] = std::max(done_round_[q], m[i].round);
+            last_done_at_ = now;
+            c_.early_closes.add(m[i].a);
+            c_.up_bubbles.add(m[i].b >> 32);
+            c_.down_bubbles.add(m[i].b & 0xffffffffu);
+            c_.retransmits.add(m[i].c);
+            c_.timeouts.add(m[i].d);
+            break;
+          case LinkMsg::kCheck:
+            c_.values_checked.add(m[i].a);
+            c_.values_exact.add(m[i].b);
+            break;
+          default: c_.link_stray.add(); break;
+        }
+      }
+    }
+  }
+  if (work) next_wake_ = 0;  // result chunks for the workers: poll their senders
+  return work;
+}
+
+// Follower: rounds begin and get their local part as the lead says; results and the end of
+// each round go back to it.
+unsigned JobRunner::follow_st(Nanos now) {
+  unsigned work = 0;
+  EngineMsg m[64];
+  unsigned n;
+  while ((n = lead_link_->down.pop_st(m, 64)) > 0) {
+    work += n;
+    for (unsigned i = 0; i < n; ++i) {
+      if (m[i].type == LinkMsg::kBegin) {
+        if (sync_->running() || !reported_) {
+          c_.link_stray.add();  // the lead waits for our end before it begins a round
+          continue;
+        }
+        maybe_switch_policy_st(m[i].round);
+        streaming_ = m[i].a != 0;
+        bool ok;
+        if (streaming_) {
+          ok = sync_->begin_round(m[i].round, lead_->local_view(), now, tx_, true);
+        } else {
+          fill_local(m[i].round);
+          ok = sync_->begin_round(m[i].round, local_, now, tx_);
+        }
+        if (ok) {
+          round_ = m[i].round;
+          reported_ = false;
+        } else {
+          c_.link_stray.add();
+        }
+      } else if (m[i].type == LinkMsg::kLocal) {
+        if (sync_->running() && sync_->round() == m[i].round)
+          sync_->local_ready(m[i].a, m[i].b, now, tx_, m[i].c != 0);
+        else
+          c_.link_stray.add();
+      } else {
+        c_.link_stray.add();
+      }
+    }
+    next_wake_ = 0;
+  }
+  if (!reported_ && !sync_->running() && sync_->round_done()) {
+    reported_ = true;
+    const auto& s = sync_->stats();
+    const uint64_t bubbles = ((s.up_bubbles - last_.up_bubbles) << 32) | ((s.down_bubbles - last_.down_bubbles) & 0xffffffffu);
+    if (cfg_.job.workers == 0) {
+      uint64_t checked = 0, exact = 0;
+      check_result(checked, exact);
+      lead_link_->up.push_st({LinkMsg::kCheck, round_, checked, exact, 0, 0});
+    }
+    lead_link_->up.push_st({LinkMsg::kDone, round_, s.early_closes - last_.early_closes, bubbles,
+                            s.retransmits - last_.retransmits, s.timeouts - last_.timeouts});
+    c_.rounds.add();
+    c_.stray.add(s.stray_acks - last_.stray_acks);
+    last_ = s;
+    ++work;
+  }
+  if (now >= next_wake_) {
+    next_wake_ = sync_->poll(now, tx_);
+    ++work;
+  }
+  return work;
+}
+
+// Lead: the round ended at every engine.
+void JobRunner::count_round_st(Nanos now) {
+  checked_ = true;
+  const auto& s = sync_->stats();
+  c_.rounds.add();
+  c_.early_closes.add(s.early_closes - last_.early_closes);
+  c_.up_bubbles.add(s.up_bubbles - last_.up_bubbles);
+  c_.down_bubbles.add(s.down_bubbles - last_.down_bubbles);
+  c_.timeouts.add(s.timeouts - last_.timeouts);
+  c_.retransmits.add(s.retransmits - last_.retransmits);
+  c_.stray.add(s.stray_acks - last_.stray_acks);
+  last_ = s;
+  const Nanos end = links_.empty() ? sync_->round_finished() : std::max(sync_->round_finished(), last_done_at_);
+  const uint64_t took = static_cast<uint64_t>(end - sync_->round_started());
+  c_.round_ns_total.add(took);
+  c_.last_round_ns.store(took, std::memory_order_relaxed);
+  c_.last_round.store(round_, std::memory_order_relaxed);
+  if (cfg_.job.workers == 0) {
+    uint64_t checked = 0, exact = 0;
+    check_result(checked, exact);
+    c_.values_checked.add(checked);
+    c_.values_exact.add(exact);
+  }
+  if (group_) {
+    // Every result chunk went to the workers as it became final; this ends the round
+    // (anything the WAN round gave up on is sent as the site's own mean).
+    delivered_ = group_->finish(round_, now, tx_);
+    if (delivered_) c_.worker_rounds.add();
+  }
+}
+
 unsigned JobRunner::poll_st(Nanos now) {
   now_ = now;
   if (slot_) {
     if (!online_) {
-      slot_->online_st();
+      slot_->online_st(role_.engine);
       online_ = true;
     }
-    slot_->quiescent_st();  // no snapshot pointer is held across passes
+    slot_->quiescent_st(role_.engine);  // no snapshot pointer is held across passes
   }
+  if (lead_link_) return follow_st(now);
   if (finished()) {
     if (group_) group_->poll(now, tx_);  // results still on their way to the workers
     return 0;
   }
-  unsigned work = 0;
+  unsigned work = links_.empty() ? 0 : lead_messages_st(now);
   if (!sync_->running()) {
-    if (!checked_ && sync_->round_done()) {
-      checked_ = true;
-      const auto& s = sync_->stats();
-      c_.rounds.add();
-      c_.early_closes.add(s.early_closes - last_.early_closes);
-      c_.up_bubbles.add(s.up_bubbles - last_.up_bubbles);
-      c_.down_bubbles.add(s.down_bubbles - last_.down_bubbles);
-      c_.timeouts.add(s.timeouts - last_.timeouts);
-      c_.retransmits.add(s.retransmits - last_.retransmits);
-      c_.stray.add(s.stray_acks - last_.stray_acks);
-      last_ = s;
-      const uint64_t took = static_cast<uint64_t>(sync_->round_finished() - sync_->round_started());
-      c_.round_ns_total.add(took);
-      c_.last_round_ns.store(took, std::memory_order_relaxed);
-      c_.last_round.store(round_, std::memory_order_relaxed);
-      if (cfg_.job.workers == 0) check_result();
-      if (group_) {
-        // Every result chunk went to the workers as it became final; this ends the round
-        // (anything the WAN round gave up on is sent as the site's own mean).
-        delivered_ = group_->finish(round_, now, tx_);
-        if (delivered_) c_.worker_rounds.add();
-      }
+    if (!checked_ && sync_->round_done() && followers_done(round_)) {
+      count_round_st(now);
       if (cfg_.job.rounds && round_ >= cfg_.job.rounds) {
         finished_.store(true, std::memory_order_release);
         return 1;
       }
     }
-    maybe_switch_policy_st();
-    if (group_) {
-      if (!delivered_ && group_->finish(round_, now, tx_)) {
-        delivered_ = true;
-        c_.worker_rounds.add();
-        ++work;
-      }
-      // The WAN round begins with the round's first push and takes the site's contribution
-      // chunk by chunk as the workers' copies complete (feed_local_st).
-      if (delivered_ && group_->round_started() && may_begin(group_->round()) &&
-          sync_->begin_round(group_->round(), group_->contribution_buffer(), now, tx_, true)) {
-        round_ = group_->round();
-        checked_ = false;
-        next_wake_ = 0;  // the new round's timers: see below
-        feed_local_st(now);
-        ++work;
-      }
-    }
-    if (cfg_.job.workers == 0 && !may_begin(round_ + 1)) {
-      c_.gate_waits.add();
-    } else if (cfg_.job.workers == 0) {
-      fill_local(round_ + 1);
-      if (sync_->begin_round(round_ + 1, local_, now, tx_)) {
-        ++round_;
-        checked_ = false;
-        // The new round has timers of its own (its first sends may have been lost: ARP not
-        // yet answered, a port not yet up). Poll now, not at the wake time computed for the
-        // idle state: otherwise both sides could wait for each other until a packet arrives.
-        next_wake_ = 0;
-        ++work;
+    if (checked_) {
+      if (group_) {
+        if (!delivered_ && group_->finish(round_, now, tx_)) {
+          delivered_ = true;
+          c_.worker_rounds.add();
+          ++work;
+        }
+        // The WAN round begins with the round's first push and takes the site's contribution
+        // chunk by chunk as the workers' copies complete (feed_local_st).
+        if (delivered_ && group_->round_started() && may_begin(group_->round())) {
+          maybe_switch_policy_st(group_->round());
+          if (sync_->begin_round(group_->round(), group_->contribution_buffer(), now, tx_, true)) {
+            round_ = group_->round();
+            checked_ = false;
+            begin_followers_st(round_, true);
+            next_wake_ = 0;  // the new round's timers: see below
+            feed_local_st(now);
+            ++work;
+          }
+        }
+      } else if (!may_begin(round_ + 1)) {
+        c_.gate_waits.add();
+      } else {
+        maybe_switch_policy_st(round_ + 1);
+        fill_local(round_ + 1);
+        if (sync_->begin_round(round_ + 1, local_, now, tx_)) {
+          ++round_;
+          checked_ = false;
+          begin_followers_st(round_, false);
+          // The new round has timers of its own (its first sends may have been lost: ARP not
+          // yet answered, a port not yet up). Poll now, not at the wake time computed for the
+          // idle state: otherwise both sides could wait for each other until a packet arrives.
+          next_wake_ = 0;
+          ++work;
+        }
       }
     }
   }

@@ -1,9 +1,18 @@
-// Runs the configured job's rounds on engine 0: one lib/sync SiteSync fed with the LTP
+// Runs the configured job's rounds on an engine: one lib/sync SiteSync fed with the LTP
 // messages of the job straight from the mbufs (chunks are added into the accumulators from
 // the packet payload, no copy), sending through LtpTx. With job.workers == 0 each round's
 // local gradient is synthetic and known, so every result is checked against the exact mean.
 //
-// Threads: everything _st runs on engine 0; counters() is read by control and telemetry.
+// Shards over engines (ShardRole): with E engines, engine q's SiteSync runs the shards
+// s % E == q, so aggregation, LTP state and transmission of a round spread over E lcores.
+// Engine 0 leads (engine_link.h): it holds the site's workers, decides when a round begins
+// (policy approval, first push) and tells the followers; a follower reports its results and
+// its end of the round back; the round ends when every engine is done. The counters of the
+// lead include its followers' (they arrive with kDone / kCheck).
+//
+// Threads: everything _st runs on the owning engine; counters() is read by control and
+// telemetry; result_view()/local_view() are read by the other engines of the job only as the
+// messages of engine_link.h allow.
 #pragma once
 
 #include <atomic>
@@ -12,6 +21,7 @@
 
 #include "config/config.h"
 #include "dataplane/counters.h"
+#include "dataplane/engine_link.h"
 #include "dataplane/ltp_tx.h"
 #include "dataplane/policy_slot.h"
 #include "measure/link_estimator.h"
@@ -28,20 +38,43 @@ struct RoundCounters {
   Counter policy_switches, samples_dropped;
   Counter worker_rounds, worker_timeouts;
   Counter gate_waits;  // passes where a round was ready but not yet approved
+  Counter link_stray;  // engine messages for a round not running (engine_link.h)
   std::atomic<uint64_t> last_round{0}, last_round_ns{0}, policy_version{0}, switch_round{0};
 };
 
 // The sites of the job in plan order (sorted site ids) and this site's index among them.
 std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg);
 
+// Splits the largest shards of `plan` (same tree, halves of its byte range, cut at a chunk
+// boundary) until it has `count` shards or none can be cut, so that up to `count` engines per
+// gateway share a round even when the planner needed fewer trees. A pure function of the plan
+// and the job-wide topology.shards and chunk size, so every gateway computes the same.
+void spread_shards(topo::Plan& plan, uint32_t count, uint32_t chunk_bytes);
+
 // The first policy: every gateway computes it from the same inputs (the site list, a
 // bandwidth-blind network, the configured planner), so all start with the same plan and
 // version 1 without talking. Returns false with a message if the planner cannot serve.
 bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error);
 
+struct ShardRole {
+  uint32_t engine = 0;   // this engine's index
+  uint32_t engines = 1;  // engines sharing the job's shards
+};
+
 class JobRunner final : private sync::SampleSink, private sync::ResultSink {
  public:
-  JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx);
+  JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx,
+            ShardRole role = {});
+
+  // Lead (engine 0) of a job split over engines: links[i] and runners[i] are engine i + 1's.
+  void attach_followers(std::vector<EngineLink*> links, std::vector<const JobRunner*> runners);
+  // Follower: its link to the lead, and the lead (whose contribution buffer it reads).
+  void attach_lead(EngineLink* link, const JobRunner* lead);
+  const ShardRole& role() const { return role_; }
+  // This engine's SiteSync result buffer (its own shards' floats are valid once it reported
+  // them) and, on the lead, the site's contribution buffer while workers push.
+  std::span<const float> result_view() const { return sync_->result(); }
+  std::span<const float> local_view() const;
 
   // New policies come through `slot` (picked up at round boundaries); DATA arrival samples
   // leave through `samples` (an rte_ring of measure::ArrivalSample, single producer) for the
@@ -56,18 +89,24 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   uint32_t round() const { return round_; }
 
   void on_packet_st(std::span<const uint8_t> msg, Nanos now);
-  // Begins rounds, runs timers. Returns work done (packets may have been produced).
+  // Begins rounds, runs timers, exchanges engine messages. Returns work done.
   unsigned poll_st(Nanos now);
   bool finished() const { return finished_.load(std::memory_order_acquire); }
   const RoundCounters& counters() const { return c_; }
 
  private:
   void fill_local(uint32_t round);
-  void check_result();
+  void check_result(uint64_t& checked, uint64_t& exact) const;
+  bool owns(size_t first, size_t count, uint32_t engine) const;
   void on_sample(const ltp::ArrivalSample& s) override;
   void on_result(size_t first, size_t count) override;
   void feed_local_st(Nanos now);
-  void maybe_switch_policy_st();
+  void maybe_switch_policy_st(uint32_t next_round);
+  unsigned lead_messages_st(Nanos now);
+  unsigned follow_st(Nanos now);
+  void begin_followers_st(uint32_t round, bool streaming);
+  bool followers_done(uint32_t round) const;
+  void count_round_st(Nanos now);
 
   const config::GatewayConfig& cfg_;
   LtpTx& tx_;
@@ -90,6 +129,17 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   const std::atomic<uint32_t>* approved_ = nullptr;
   bool may_begin(uint32_t r) const { return !approved_ || r <= approved_->load(std::memory_order_acquire); }
   uint32_t policy_ = 0;
+  ShardRole role_;
+  // Lead: the followers' links and runners, the round each reported done, the last report.
+  std::vector<EngineLink*> links_;
+  std::vector<const JobRunner*> followers_;
+  std::vector<uint32_t> done_round_;
+  Nanos last_done_at_ = 0;
+  // Follower.
+  EngineLink* lead_link_ = nullptr;
+  const JobRunner* lead_ = nullptr;
+  bool reported_ = true;      // this round's end went to the lead
+  bool streaming_ = false;    // the round's local part comes from the lead's workers
 };
 
 }  // namespace sg::dp

@@ -2,15 +2,19 @@
 
 #include <rte_malloc.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace sg::dp {
 
-PolicySlot::PolicySlot() {
-  const size_t sz = rte_rcu_qsbr_get_memsize(1);
+PolicySlot::PolicySlot(unsigned readers) {
+  readers = std::max(readers, 1u);
+  const size_t sz = rte_rcu_qsbr_get_memsize(readers);
   qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("sg_policy_qsbr", sz, RTE_CACHE_LINE_SIZE));
-  if (!qsbr_ || rte_rcu_qsbr_init(qsbr_, 1) != 0 || rte_rcu_qsbr_thread_register(qsbr_, 0) != 0)
+  if (!qsbr_ || rte_rcu_qsbr_init(qsbr_, readers) != 0)
     throw std::runtime_error("cannot set up the policy RCU state");
+  for (unsigned r = 0; r < readers; ++r)
+    if (rte_rcu_qsbr_thread_register(qsbr_, r) != 0) throw std::runtime_error("cannot register a policy reader");
 }
 
 PolicySlot::~PolicySlot() {

@@ -1,8 +1,8 @@
-// How a new policy reaches engine 0: the control thread publishes an immutable snapshot
-// (version, plan, first round it governs); the engine looks at it only at a round boundary
-// and copies the plan into its SiteSync. A replaced snapshot is freed once the engine has
-// passed a quiescent point after the swap (DPDK rte_rcu_qsbr), so the engine never reads
-// freed memory and never takes a lock.
+// How a new policy reaches the engines that run the job: the control thread publishes an
+// immutable snapshot (version, plan, first round it governs); each engine looks at it only
+// at a round boundary and copies the plan into its SiteSync. A replaced snapshot is freed
+// once every engine has passed a quiescent point after the swap (DPDK rte_rcu_qsbr, one
+// reader id per engine), so no engine reads freed memory and none takes a lock.
 #pragma once
 
 #include <rte_rcu_qsbr.h>
@@ -24,7 +24,7 @@ struct PolicySnapshot {
 
 class PolicySlot {
  public:
-  PolicySlot();
+  explicit PolicySlot(unsigned readers = 1);
   ~PolicySlot();
   PolicySlot(const PolicySlot&) = delete;
   PolicySlot& operator=(const PolicySlot&) = delete;
@@ -35,10 +35,10 @@ class PolicySlot {
   size_t reclaim();
   uint32_t published_version() const { return published_version_; }
 
-  // Engine 0 (the reader).
-  void online_st() { rte_rcu_qsbr_thread_online(qsbr_, 0); }
-  void offline_st() { rte_rcu_qsbr_thread_offline(qsbr_, 0); }
-  void quiescent_st() { rte_rcu_qsbr_quiescent(qsbr_, 0); }
+  // Reader `id` (the engine's index, < readers).
+  void online_st(unsigned id = 0) { rte_rcu_qsbr_thread_online(qsbr_, id); }
+  void offline_st(unsigned id = 0) { rte_rcu_qsbr_thread_offline(qsbr_, id); }
+  void quiescent_st(unsigned id = 0) { rte_rcu_qsbr_quiescent(qsbr_, id); }
   const PolicySnapshot* peek_st() const { return current_.load(std::memory_order_acquire); }
 
  private:

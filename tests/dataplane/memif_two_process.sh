@@ -2,8 +2,9 @@
 # Two gateway processes over a net_memif pair run 5 gradient rounds of a 2 MB model; both must
 # report every value equal to the exact mean, exit 0 and return every mbuf.
 #   memif_two_process.sh STORMGATE_BINARY [QUEUES]
-# With QUEUES=2 each gateway runs two engines: engine 1 receives half the job's frames (hand-off
-# to engine 0) and sends half of its DATA (TX queue ring), on two lcores sharing one CPU.
+# With QUEUES=2 each gateway runs two engines, on two lcores sharing one CPU: each runs the
+# job's shards s % 2 == its index and sends their DATA on its own queue; frames that arrive on
+# the other engine's queue are handed over. Both engines must have carried DATA.
 set -uo pipefail
 BIN="$1"
 Q="${2:-1}"
@@ -57,6 +58,13 @@ for s in a b; do
   grep -q '5 rounds of 2000000 bytes' "$tmp/$s.log" || { echo "site $s: did not run 5 rounds"; tail -5 "$tmp/$s.log"; rc=1; }
   grep -q 'values equal to the exact mean 100.0000%' "$tmp/$s.log" || { echo "site $s: results differ from the exact mean"; rc=1; }
   grep -q 'LEAK' "$tmp/$s.log" && { echo "site $s: mbuf leak"; rc=1; }
+  if [[ $Q == 2 ]]; then
+    grep -E '^\[site-.\] engine [01]:' "$tmp/$s.log"
+    for e in 0 1; do
+      grep -qE "engine $e: [1-9][0-9]* shard\(s\), LTP DATA in [1-9][0-9]* out [1-9][0-9]*" "$tmp/$s.log" ||
+        { echo "site $s: engine $e carried no DATA of its own shards"; rc=1; }
+    done
+  fi
 done
 # The memif PMD may segfault in EAL cleanup after everything above was reported (TESTBED.md):
 # exit 139 counts only once the final report, pool check included, is complete.

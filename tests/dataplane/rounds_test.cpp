@@ -80,6 +80,11 @@ struct Site {
   rte_ring* handoff = nullptr;
   std::unique_ptr<GatewayHandler> handler1;  // second engine (multi-queue case)
   std::unique_ptr<Engine> engine1;
+  // Shards split over the two engines: engine 1's job, its LTP sink, the rings between them.
+  std::unique_ptr<LtpTx> tx1;
+  std::unique_ptr<JobRunner> job1;
+  std::unique_ptr<EngineLink> link;
+  rte_ring* owner[2] = {nullptr, nullptr};
   std::vector<Port> ports;
   Neighbours nbrs;
   std::vector<PeerRoute> routes;
@@ -101,7 +106,10 @@ struct Testbed {
   // queues == 2: every port has two queue pairs and every site two engines; what a site sends
   // on queue 0 arrives on the peer's queue 1, so engine 1 receives everything and must hand
   // the job's packets to engine 0 (the multi-queue path).
-  Testbed(const std::string& tag, double loss, uint32_t rounds, uint64_t model_bytes, int nq = 1) : queues(nq) {
+  // split: with two queues, both engines run the job (shards s % 2 == engine) instead of
+  // engine 1 handing everything to engine 0.
+  Testbed(const std::string& tag, double loss, uint32_t rounds, uint64_t model_bytes, int nq = 1, bool split = false)
+      : queues(nq) {
     pool = create_pool("rp" + tag, 16383, 64, RTE_MBUF_DEFAULT_BUF_SIZE);
     EXPECT_NE(pool, nullptr);
     // link[i][j][q]: frames site i sends to j on TX queue q.
@@ -167,12 +175,28 @@ struct Testbed {
       s.routes = build_routes(s.cfg, s.ports, s.nbrs);
       s.handler = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, true, PushParams{});
       s.tx = std::make_unique<LtpTx>(s.ports, s.nbrs, s.routes, const_cast<LtpCounters&>(s.handler->ltp()));
-      s.job = std::make_unique<JobRunner>(s.cfg, plan, 1, *s.tx);
+      s.job = std::make_unique<JobRunner>(s.cfg, plan, 1, *s.tx, ShardRole{0, split ? 2u : 1u});
       s.handler->attach_job(s.job.get(), s.tx.get());
       s.lossy = std::make_unique<LossyHandler>(*s.handler, loss, 100 + i);
       EngineParams ep;
       s.engine = std::make_unique<Engine>(s.ports, pool, *s.lossy, ep);
-      if (queues > 1) {
+      if (queues > 1 && split) {
+        s.handler1 = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false, PushParams{});
+        s.tx1 = std::make_unique<LtpTx>(s.ports, s.nbrs, s.routes, const_cast<LtpCounters&>(s.handler1->ltp()));
+        s.job1 = std::make_unique<JobRunner>(s.cfg, plan, 1, *s.tx1, ShardRole{1, 2});
+        s.handler1->attach_job(s.job1.get(), s.tx1.get());
+        for (int e = 0; e < 2; ++e)
+          s.owner[e] = rte_ring_create(("o" + tag + std::to_string(i) + std::to_string(e)).c_str(), 4096, SOCKET_ID_ANY,
+                                       RING_F_SC_DEQ);
+        s.handler->attach_shard_engines({s.owner[0], s.owner[1]}, 0);
+        s.handler1->attach_shard_engines({s.owner[0], s.owner[1]}, 1);
+        s.link = std::make_unique<EngineLink>("l" + tag + std::to_string(i), 4096, 4096);
+        EXPECT_TRUE(s.link->ok());
+        s.job->attach_followers({s.link.get()}, {s.job1.get()});
+        s.job1->attach_lead(s.link.get(), s.job.get());
+        ep.queue = 1;
+        s.engine1 = std::make_unique<Engine>(s.ports, pool, *s.handler1, ep);
+      } else if (queues > 1) {
         s.handoff = rte_ring_create(("h" + tag + std::to_string(i)).c_str(), 4096, SOCKET_ID_ANY, RING_F_SC_DEQ);
         s.handler1 = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false, PushParams{});
         s.handler->attach_handoff(s.handoff);
@@ -206,13 +230,28 @@ struct Testbed {
     for (auto& s : sites) {
       s.handler->on_stop_st(*s.engine);
       s.engine->flush_st();
+      if (s.handler1) {
+        s.handler1->on_stop_st(*s.engine1);
+        s.engine1->flush_st();
+      }
     }
     for (auto& s : sites) drain_rx(s.ports);
+    for (auto& s : sites)
+      for (rte_ring* r : s.owner) {  // frames handed over after their engine stopped
+        if (!r) continue;
+        void* objs[32];
+        unsigned n;
+        while ((n = rte_ring_dequeue_burst(r, objs, 32, nullptr)) > 0)
+          rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
+      }
     for (auto& s : sites) {
       s.engine1.reset();
       s.engine.reset();
       if (s.handoff) rte_ring_free(s.handoff);
+      for (rte_ring* r : s.owner) rte_ring_free(r);
+      s.job1.reset();
       s.job.reset();
+      s.link.reset();
       for (auto& p : s.ports) {
         rte_eth_dev_stop(p.id);
         rte_eth_dev_close(p.id);
@@ -271,6 +310,29 @@ TEST(GatewayRounds, TwoQueuesHandTheJobToEngineZero) {
     EXPECT_EQ(s.engine->counters().rx_packets.get(), 0u);
     EXPECT_EQ(s.handler1->ltp().handoff_full.get(), 0u);
     EXPECT_EQ(s.engine->counters().total_drops(), 0u) << "handed-off frames keep the port they came in on";
+  }
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
+}
+
+TEST(GatewayRounds, TwoEnginesSplitTheShardsAndHandOverWhatArrivesOnTheOther) {
+  // Both engines run the job, each its own shards; the crossed queues deliver every frame to
+  // engine 1, which hands engine 0's shards over. Exact means, both engines sent DATA.
+  Testbed tb("s", 0.0, 3, 256 * 1024, /*queues=*/2, /*split=*/true);
+  EXPECT_EQ(tb.plan.shards.size(), 4u) << "the plan is spread to topology.shards";
+  ASSERT_TRUE(tb.run(std::chrono::seconds(60)));
+  for (auto& s : tb.sites) {
+    const auto& c = s.job->counters();
+    EXPECT_EQ(c.rounds.get(), 3u);
+    EXPECT_EQ(c.values_checked.get(), 3u * 64 * 1024) << "the lead counts its follower's checks";
+    EXPECT_EQ(c.values_exact.get(), c.values_checked.get()) << s.cfg.site.name;
+    EXPECT_EQ(c.link_stray.get() + s.job1->counters().link_stray.get(), 0u);
+    EXPECT_GT(s.handler->ltp().data_tx.get(), 0u);
+    EXPECT_GT(s.handler1->ltp().data_tx.get(), 0u);
+    EXPECT_GT(s.handler1->ltp().handed_over.get(), 100u) << "engine 0's shards crossed over";
+    EXPECT_GT(s.handler->ltp().data_rx.get(), 0u) << "engine 0 processed its shards' DATA";
+    EXPECT_EQ(s.handler1->ltp().handoff_full.get(), 0u);
+    EXPECT_EQ(s.engine->counters().total_drops() + s.engine1->counters().total_drops(), 0u);
   }
   tb.shutdown();
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;

@@ -5,6 +5,7 @@
 #   testbed_test.sh stub       DPDK-free stub gateways (each site's mean), then gloo over
 #                              the kernel-routed links (the global mean)
 #   testbed_test.sh stormgate  the real gateways on net_af_packet (the global mean)
+#   testbed_test.sh stormgate2 the same with two engines per gateway (shards split over them)
 # Skipped (exit 77) without root or network namespaces.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -16,10 +17,11 @@ OUT="$(mktemp -d /tmp/sg-systest.XXXX)"
 trap 'rm -rf "$OUT"' EXIT
 BENCH="/usr/bin/python3 $ROOT/python/sync_bench.py --bytes 1048576 --rounds 3 --warmup 1 --timeout 60"
 
-run() {  # run GATEWAY BACKEND EXPECT
+run() {  # run GATEWAY BACKEND EXPECT [TESTBED OPTIONS...]
   local gw=$1 backend=$2 expect=$3
-  echo "--- testbed --gateway $gw, $backend workers"
-  "$ROOT/scripts/testbed" --sites 3 --workers 2 --rates 200,100,50 --gateway "$gw" --model-bytes 1048576 \
+  shift 3
+  echo "--- testbed --gateway $gw $*, $backend workers"
+  "$ROOT/scripts/testbed" --sites 3 --workers 2 --rates 200,100,50 --gateway "$gw" --model-bytes 1048576 "$@" \
     --duration 90 --worker-cmd "$BENCH --backend $backend --expect $expect --out $OUT/$gw-$backend.json"
   [[ -s "$OUT/$gw-$backend.json" ]] || { echo "no result from the $backend workers"; exit 1; }
   cat "$OUT/$gw-$backend.json"; echo
@@ -33,7 +35,10 @@ case "$KIND" in
   stormgate)
     run stormgate stormgate global
     ;;
-  *) echo "usage: testbed_test.sh stub|stormgate"; exit 2 ;;
+  stormgate2)
+    run stormgate stormgate global --engines 2
+    ;;
+  *) echo "usage: testbed_test.sh stub|stormgate|stormgate2"; exit 2 ;;
 esac
 # Nothing of ours is left behind.
 if ip netns list | grep -q '^sg-'; then
