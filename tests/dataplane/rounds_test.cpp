@@ -401,6 +401,57 @@ TEST(GatewayRounds, PublishedPolicyIsTakenAtTheSameRoundEverywhere) {
   EXPECT_TRUE(pool_full(tb.pool));
 }
 
+TEST(GatewayRounds, BothEnginesOfEveryGatewaySwitchPolicyAtTheAgreedRound) {
+  // Shards split over two engines per gateway: a new policy (a two-shard star at the last
+  // site, spread to 4 shards) from round 3 is taken by every engine of every gateway at round
+  // 3; the old snapshot is reclaimed only after both engines passed a quiescent point.
+  Testbed tb("e", 0.0, 5, 128 * 1024, /*queues=*/2, /*split=*/true);
+  std::vector<std::unique_ptr<PolicySlot>> slots;
+  for (auto& s : tb.sites) {
+    slots.push_back(std::make_unique<PolicySlot>(2));
+    s.job->attach_control(slots.back().get(), nullptr);
+    s.job1->attach_control(slots.back().get(), nullptr);
+  }
+  topo::Plan star = tb.plan;
+  for (auto& t : star.shards) {
+    t.root = kSites - 1;
+    t.parent.assign(kSites, kSites - 1);
+    t.parent[kSites - 1] = topo::kNoSite;
+  }
+  ASSERT_EQ(topo::validate(star), topo::PlanError::kOk);
+  for (auto& slot : slots) {
+    auto snap = std::make_unique<PolicySnapshot>();
+    snap->version = 2;
+    snap->from_round = 3;
+    snap->plan = star;
+    slot->publish(std::move(snap));
+  }
+  ASSERT_TRUE(tb.run(std::chrono::seconds(60)));
+  for (auto& s : tb.sites) {
+    for (const JobRunner* j : {s.job.get(), s.job1.get()}) {
+      EXPECT_EQ(j->counters().policy_switches.get(), 1u) << s.cfg.site.name << " engine " << j->role().engine;
+      EXPECT_EQ(j->counters().switch_round.load(), 3u) << s.cfg.site.name << " engine " << j->role().engine;
+    }
+    EXPECT_EQ(s.job->counters().rounds.get(), 5u);
+    EXPECT_EQ(s.job->counters().values_exact.get(), s.job->counters().values_checked.get()) << "no round mixed policies";
+  }
+  auto v3 = std::make_unique<PolicySnapshot>();
+  v3->version = 3;
+  v3->from_round = 100;
+  v3->plan = tb.plan;
+  slots[0]->publish(std::move(v3));
+  tb.sites[0].job->poll_st(0);  // engine 0 reports quiescence; engine 1 has not yet
+  EXPECT_EQ(slots[0]->reclaim(), 1u) << "held until every engine passed a quiescent point";
+  tb.sites[0].job1->poll_st(0);
+  EXPECT_EQ(slots[0]->reclaim(), 0u);
+  for (auto& s : tb.sites) {
+    s.job->on_stop_st();
+    s.job1->on_stop_st();
+  }
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool));
+}
+
 TEST(GatewayRounds, HostileFramesAreCountedDropsNotCrashes) {
   Testbed tb("c", 0.0, 1, 64 * 1024);
   Site& s = tb.sites[0];
