@@ -2,8 +2,10 @@
 across 3 sites on scripts/testbed (uplinks 200/100/50 Mbit/s, tbf both directions), through
 the stormgate gateways vs torch.distributed all_reduce with gloo over the very same links,
 in alternation (stormgate, gloo, stormgate, gloo ...); then the same while the link rates
-rotate among the sites every few seconds. Figure: speedup_vs_gloo = median over pairs of
-(gloo median round time / stormgate median round time)."""
+rotate among the sites every few seconds. Several stormgate settings (--codecs, default int8
+then f32) run in each pair beside the same gloo run. Figures: speedup_vs_gloo (the first
+setting) and speedup_vs_gloo_<codec> = median over pairs of (gloo median round time /
+stormgate median round time)."""
 import argparse
 import json
 import os
@@ -17,15 +19,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def one(backend, gateway, a, rotate, tmp, k):
-    out = os.path.join(tmp, "%s-%d-%s.json" % (backend, k, "rot" if rotate else "fixed"))
+def compression_yaml(codec, tmp):
+    """The gateway config section for a stormgate setting (the config's default is adaptive)."""
+    path = os.path.join(tmp, "compression-%s.yaml" % codec)
+    with open(path, "w") as f:
+        if codec == "f32":
+            f.write("compression:\n  mode: off\n")
+        elif codec == "adaptive":
+            f.write("compression:\n  mode: adaptive\n  codec: int8\n")
+        else:
+            f.write("compression:\n  mode: always\n  codec: %s\n" % codec)
+    return path
+
+
+def one(backend, gateway, a, rotate, tmp, k, codec=None):
+    out = os.path.join(tmp, "%s-%s-%d-%s.json" % (backend, codec or "", k, "rot" if rotate else "fixed"))
     worker = ("/usr/bin/python3 %s/sync_bench.py --backend %s --bytes %d --rounds %d --warmup %d --out %s "
               "--timeout %g%s" % (HERE, backend, a.bytes, a.rounds, a.warmup, out, a.timeout,
                                   " --expect site" if gateway == "stub" else ""))
     cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", "3", "--workers", str(a.workers), "--rates", a.rates,
            "--gateway", gateway, "--model-bytes", str(a.bytes), "--worker-cmd", worker, "--quiet"]
-    if backend == "stormgate" and a.extra:
-        cmd += ["--config-extra", a.extra]
+    if backend == "stormgate" and codec:
+        cmd += ["--config-extra", compression_yaml(codec, tmp)]
     if rotate:
         cmd += ["--rotate", str(rotate)]
     rc = subprocess.call(cmd)
@@ -36,14 +51,17 @@ def one(backend, gateway, a, rotate, tmp, k):
         return statistics.median(json.load(f)["times"])
 
 
-def series(a, rotate, tmp):
-    pairs = []
+def series(a, codecs, rotate, tmp):
+    """Per pair: each stormgate setting, then gloo. Returns {codec: [(stormgate, gloo, ratio)]}."""
+    pairs = {c: [] for c in codecs}
     for k in range(a.pairs):
-        s = one("stormgate", a.gateway, a, rotate, tmp, k)
+        runs = {c: one("stormgate", a.gateway, a, rotate, tmp, k, c) for c in codecs}
         g = one("gloo", "router", a, rotate, tmp, k)
-        pairs.append((s, g, g / s))
-        print("  %-12s pair %d: stormgate %7.3f s   gloo %7.3f s   ratio %5.2fx"
-              % ("rotating" if rotate else "fixed", k + 1, s, g, g / s), flush=True)
+        for c in codecs:
+            pairs[c].append((runs[c], g, g / runs[c]))
+        print("  %-9s pair %d: %s   gloo %7.3f s" % (
+            "rotating" if rotate else "fixed", k + 1,
+            "   ".join("stormgate %s %7.3f s (%.2fx)" % (c, runs[c], g / runs[c]) for c in codecs), g), flush=True)
     return pairs
 
 
@@ -60,50 +78,53 @@ def main():
     ap.add_argument("--gateway", choices=["stormgate", "stub"], default=os.environ.get("SG_TB_GATEWAY_KIND", "stormgate"),
                     help="stub: the DPDK-free per-site stub (plumbing only: no WAN round, not a valid figure)")
     ap.add_argument("--timeout", type=float, default=120)
-    ap.add_argument("--codec", choices=["f32", "f16", "bf16", "int8", "topk", "adaptive"], default="f32",
-                    help="stormgate compresses every tree link with this codec (compression: always); "
-                         "adaptive: NetSenseML's rule on the measured links decides, up to int8 "
-                         "(compression: adaptive); f32: no compression. gloo always sends f32.")
+    choices = ["f32", "f16", "bf16", "int8", "topk", "adaptive"]
+    ap.add_argument("--codecs", default="int8,f32",
+                    help="stormgate settings, comma-separated, the first one the headline: a codec for every tree "
+                         "link (compression: always), adaptive (NetSenseML's rule on the measured links, up to int8) "
+                         "or f32 (compression: off). gloo always sends f32.")
+    ap.add_argument("--codec", choices=choices, help="one setting only (same as --codecs C)")
     a = ap.parse_args()
+    codecs = [a.codec] if a.codec else [c.strip() for c in a.codecs.split(",") if c.strip()]
+    for c in codecs:
+        if c not in choices:
+            ap.error("unknown codec %r (choose from %s)" % (c, ", ".join(choices)))
     a.bytes = a.bytes or ((1 << 20) if a.quick else (16 << 20))
     a.rounds = a.rounds or (1 if a.quick else 3)
     a.pairs = a.pairs or (1 if a.quick else 2)
     if a.quick:
         a.warmup = 0
+        codecs = codecs[:1]
         os.environ.setdefault("SG_TB_GATEWAY_WAIT", "1")
     build = os.environ.get("SG_BUILD", os.path.join(ROOT, "build"))
     os.environ.setdefault("SG_GATEWAY_BIN", os.path.join(build, "control", "stormgate"))
     os.environ.setdefault("SG_STUB_BIN", os.path.join(build, "client", "tests", "sg_gateway_stub"))
     os.environ.setdefault("STORMGATE_PYEXT_DIR", os.path.join(build, "client"))
     tmp = tempfile.mkdtemp(prefix="sg-tbsync-")
-    a.extra = ""
-    if True:  # always explicit: the config's default is compression: adaptive
-        a.extra = os.path.join(tmp, "compression.yaml")
-        with open(a.extra, "w") as f:
-            if a.codec == "f32":
-                f.write("compression:\n  mode: off\n")
-            elif a.codec == "adaptive":
-                f.write("compression:\n  mode: adaptive\n  codec: int8\n")
-            else:
-                f.write("compression:\n  mode: always\n  codec: %s\n" % a.codec)
-    print("testbed-sync: %d MB per round, 3 sites x %d workers, uplinks %s Mbit/s, gateway %s, stormgate codec %s"
-          % (a.bytes >> 20, a.workers, a.rates, a.gateway, a.codec), flush=True)
+    print("testbed-sync: %d MB per round, 3 sites x %d workers, uplinks %s Mbit/s, gateway %s, stormgate %s"
+          % (a.bytes >> 20, a.workers, a.rates, a.gateway, ", ".join(codecs)), flush=True)
     try:
-        fixed = series(a, 0, tmp)
-        rot = [] if a.quick else series(a, a.rotate, tmp)
+        fixed = series(a, codecs, 0, tmp)
+        rot = {} if a.quick else series(a, codecs[:1], a.rotate, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    sp = statistics.median(p[2] for p in fixed)
-    print("\n%-24s %12s %12s %10s" % ("links", "stormgate s", "gloo s", "speedup"))
-    print("%-24s %12.3f %12.3f %9.2fx" % ("fixed " + a.rates, statistics.median(p[0] for p in fixed),
-                                          statistics.median(p[1] for p in fixed), sp))
-    res = {"bench": "testbed-sync", "bytes": a.bytes, "gateway": a.gateway, "codec": a.codec,
-           "stormgate_round_s": round(statistics.median(p[0] for p in fixed), 4),
-           "gloo_round_s": round(statistics.median(p[1] for p in fixed), 4), "speedup_vs_gloo": round(sp, 3)}
+    med = lambda xs: statistics.median(xs)  # noqa: E731
+    print("\n%-24s %-9s %12s %12s %10s" % ("links", "stormgate", "stormgate s", "gloo s", "speedup"))
+    res = {"bench": "testbed-sync", "bytes": a.bytes, "gateway": a.gateway, "codec": codecs[0]}
+    for c in codecs:
+        p = fixed[c]
+        sp = med([x[2] for x in p])
+        print("%-24s %-9s %12.3f %12.3f %9.2fx" % ("fixed " + a.rates, c, med([x[0] for x in p]), med([x[1] for x in p]), sp))
+        res["speedup_vs_gloo_" + c] = round(sp, 3)
+        res["stormgate_round_s_" + c] = round(med([x[0] for x in p]), 4)
+    res["speedup_vs_gloo"] = res["speedup_vs_gloo_" + codecs[0]]
+    res["stormgate_round_s"] = res["stormgate_round_s_" + codecs[0]]
+    res["gloo_round_s"] = round(med([x[1] for x in fixed[codecs[0]]]), 4)
     if rot:
-        spr = statistics.median(p[2] for p in rot)
-        print("%-24s %12.3f %12.3f %9.2fx" % ("rotating every %gs" % a.rotate, statistics.median(p[0] for p in rot),
-                                              statistics.median(p[1] for p in rot), spr))
+        p = rot[codecs[0]]
+        spr = med([x[2] for x in p])
+        print("%-24s %-9s %12.3f %12.3f %9.2fx" % ("rotating every %gs" % a.rotate, codecs[0], med([x[0] for x in p]),
+                                                   med([x[1] for x in p]), spr))
         res["speedup_vs_gloo_fluctuating"] = round(spr, 3)
     # Without compression the slowest site must upload (and download) its whole gradient
     # once: bytes / slowest rate bounds any tree all-reduce from below.
