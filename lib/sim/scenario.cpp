@@ -276,6 +276,13 @@ topo::Network network_at(const WanSpec& wan, Nanos at, double scale, double agg_
       net.link_bw(a, b) = bw / scale;
       net.rtt[static_cast<size_t>(a) * n + b] = 2e-9 * static_cast<double>(l.delay);
     }
+  // Every link of a site shares its NIC: the planner counts the caps as resources too.
+  net.egress.assign(static_cast<size_t>(n), 0.0);
+  net.ingress.assign(static_cast<size_t>(n), 0.0);
+  for (int a = 0; a < n; ++a) {
+    net.egress[a] = wan.sites[a].egress_bytes_per_s / scale;
+    net.ingress[a] = wan.sites[a].ingress_bytes_per_s / scale;
+  }
   return net;
 }
 

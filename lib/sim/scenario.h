@@ -53,8 +53,10 @@ ScenarioResult parse_scenario(const std::string& text, const std::string& source
 ScenarioResult load_scenario(const std::string& path);
 
 // The planner's view of a WAN at time `at`: every link's rate (nominal * trace, capped by the
-// endpoints' egress/ingress caps) divided by `scale` (bytes the planner counts per wire byte
-// are 1/scale: see Wan's payload_scale), RTT = 2 * delay; aggregation speed `agg_Bps`.
+// endpoints' egress/ingress caps) and every site's egress/ingress cap (topo::Network's
+// uplinks, shared by all the site's links; 0 = none), divided by `scale` (bytes the planner
+// counts per wire byte are 1/scale: see Wan's payload_scale), RTT = 2 * delay; aggregation
+// speed `agg_Bps`.
 topo::Network network_at(const WanSpec& wan, Nanos at, double scale, double agg_Bps);
 
 // Applies fluctuation traces to a copy of the WAN.

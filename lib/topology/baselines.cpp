@@ -22,9 +22,9 @@ RoundCost ring_time(const Network& net, const std::vector<int>& order, double M,
     const int a = order[i], b = order[(i + 1) % n];
     const double bw = net.link_bw(a, b);
     if (bw <= 0) return {kInf, kInf, 0, -1};
-    load[link_resource(net, a, b)] += 2.0 * (n - 1) / n * M / bw;
+    add_link_bytes(net, a, b, 2.0 * (n - 1) / n * M, load);  // the ring link and both ends' uplinks
     load[agg_resource(net, b)] += 1.0 * (n - 1) / n * M / net.agg[b];
-    hop[i] = chunk / bw + net.prop(a, b);
+    hop[i] = chunk / net.path_bw(a, b) + net.prop(a, b);
     agg_lat = std::max(agg_lat, chunk / net.agg[b]);
   }
   double lat = 0;
@@ -72,7 +72,7 @@ RoundCost ring_allreduce_time(const Network& net, uint64_t model_bytes, double c
   // link (segment reversal), each candidate scored by the full ring time.
   auto slowest = [&](const std::vector<int>& o) {
     double m = kInf;
-    for (int i = 0; i < n; ++i) m = std::min(m, net.link_bw(o[i], o[(i + 1) % n]));
+    for (int i = 0; i < n; ++i) m = std::min(m, net.path_bw(o[i], o[(i + 1) % n]));
     return m;
   };
   consider(ord);
@@ -83,7 +83,7 @@ RoundCost ring_allreduce_time(const Network& net, uint64_t model_bytes, double c
     for (int k = 1; k < n; ++k) {
       int nb = -1;
       for (int v = 0; v < n; ++v)
-        if (!used[v] && (nb < 0 || net.link_bw(o.back(), v) > net.link_bw(o.back(), nb))) nb = v;
+        if (!used[v] && (nb < 0 || net.path_bw(o.back(), v) > net.path_bw(o.back(), nb))) nb = v;
       used[nb] = true;
       o.push_back(nb);
     }

@@ -15,8 +15,8 @@ namespace sg::topo {
 Plan star_plan(const Network& net, uint64_t model_bytes, double chunk_bytes);
 
 // Ring all-reduce (reduce-scatter then all-gather, one direction, pipelined in chunks):
-// every ring link carries 2(n-1)/n of the model, every site adds (n-1)/n of it, and a
-// chunk crosses 2(n-1) consecutive hops. The best ring: every ring for n <= 8, otherwise
+// every ring link (and so every site's uplink, each way) carries 2(n-1)/n of the model,
+// every site adds (n-1)/n of it, and a chunk crosses 2(n-1) consecutive hops. The best ring: every ring for n <= 8, otherwise
 // the best of greedy widest-next-hop rings improved by 2-opt, in both directions.
 RoundCost ring_allreduce_time(const Network& net, uint64_t model_bytes, double chunk_bytes);
 

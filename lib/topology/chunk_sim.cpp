@@ -8,7 +8,7 @@
 namespace sg::topo {
 namespace {
 
-enum class Kind : uint8_t { kReady, kArriveUp, kArriveDown, kAtRelay, kServerFree };
+enum class Kind : uint8_t { kReady, kArriveUp, kArriveDown, kAtRelay, kServerFree, kStage };
 
 struct Event {
   double t;
@@ -17,6 +17,11 @@ struct Event {
   int shard, chunk, site;
   int dest;    // kAtRelay: final site of the hop; kServerFree: server index
   bool up;     // kAtRelay: which arrival the hop ends in
+  // kStage: the chunk left one server of the physical hop hop_from->hop_to and enters
+  // stage `stage` (1 link, 2 receiver's ingress cap); the hop then ends in an event of
+  // kind `then` with the fields above.
+  Kind then = Kind::kReady;
+  int stage = 0, hop_from = 0, hop_to = 0;
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -40,7 +45,7 @@ class Sim {
  public:
   Sim(const Network& net, const Plan& plan, double chunk)
       : net_(net), plan_(plan), chunk_(chunk),
-        servers_(static_cast<size_t>(net.n) * net.n + net.n),
+        servers_(static_cast<size_t>(resource_count(net))),
         rr_(static_cast<size_t>(net.n) * net.n) {}
 
   double run() {
@@ -81,6 +86,12 @@ class Sim {
         case Kind::kArriveDown: on_arrive_down(e); break;
         case Kind::kAtRelay: send_link(e.site, e.dest, e.t, e); break;
         case Kind::kServerFree: start_next(e.dest, e.t); break;
+        case Kind::kStage: {
+          Event cont = e;
+          cont.kind = e.then;
+          enter(e.stage, e.hop_from, e.hop_to, e.t, cont);
+          break;
+        }
       }
     }
     return done;
@@ -97,6 +108,8 @@ class Sim {
   }
   int link_server(int from, int to) const { return from * net_.n + to; }
   int agg_server(int site) const { return net_.n * net_.n + site; }
+  int egress_server(int site) const { return egress_resource(net_, site); }
+  int ingress_server(int site) const { return ingress_resource(net_, site); }
   // Queues `seconds` of work at server `sv`; `done` fires `delay` after it is served.
   void serve(int sv, double t, int chunk, double seconds, double delay, const Event& done) {
     servers_[sv].waiting.push({chunk, seq_++, seconds, delay, done});
@@ -116,9 +129,36 @@ class Sim {
   }
   // Sends chunk e.(shard,chunk) over one physical link from->to, ending in arrival `up`.
   void send_link(int from, int to, double t, const Event& e) {
-    const double bytes = bytes_of(e.shard, e.chunk);
-    serve(link_server(from, to), t, e.chunk, bytes / net_.link_bw(from, to), net_.prop(from, to),
-          {0, 0, e.up ? Kind::kArriveUp : Kind::kArriveDown, e.shard, e.chunk, to, 0, e.up});
+    enter(0, from, to, t, {0, 0, e.up ? Kind::kArriveUp : Kind::kArriveDown, e.shard, e.chunk, to, 0, e.up});
+  }
+  // Stage `stage` of the physical hop from->to for done's chunk: 0 the sender's egress cap,
+  // 1 the link, 2 the receiver's ingress cap (uncapped stages are skipped); `done` fires
+  // when the hop is over.
+  void enter(int stage, int from, int to, double t, const Event& done) {
+    const double bytes = bytes_of(done.shard, done.chunk);
+    auto next = [&](int st) {
+      Event e = done;
+      e.then = done.kind;
+      e.kind = Kind::kStage;
+      e.stage = st;
+      e.hop_from = from;
+      e.hop_to = to;
+      return e;
+    };
+    if (stage == 0) {
+      if (const double cap = net_.egress_cap(from); cap > 0) {
+        serve(egress_server(from), t, done.chunk, bytes / cap, 0.0, next(1));
+        return;
+      }
+      stage = 1;
+    }
+    if (stage == 1) {
+      const bool capped = net_.ingress_cap(to) > 0;
+      serve(link_server(from, to), t, done.chunk, bytes / net_.link_bw(from, to), net_.prop(from, to),
+            capped ? next(2) : done);
+      return;
+    }
+    serve(ingress_server(to), t, done.chunk, bytes / net_.ingress_cap(to), 0.0, done);
   }
   // Sends a chunk over the tree edge from->to, via a relay if the link's split says so.
   void send_edge(int from, int to, double t, int s, int c, bool up) {
@@ -128,9 +168,7 @@ class Sim {
       send_link(from, to, t, e);
       return;
     }
-    const double bytes = bytes_of(s, c);
-    serve(link_server(from, via), t, c, bytes / net_.link_bw(from, via), net_.prop(from, via),
-          {0, 0, Kind::kAtRelay, s, c, via, to, up});
+    enter(0, from, via, t, {0, 0, Kind::kAtRelay, s, c, via, to, up});
   }
   // Smooth weighted round robin over {direct, relays}; returns the relay or -1 for direct.
   int pick_path(int from, int to) {

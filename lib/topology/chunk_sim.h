@@ -3,8 +3,11 @@
 // aggregator is a server (service = bytes / speed) that serves waiting chunks lowest chunk
 // index first (a sender interleaving its shards and phases; plain FIFO would let one
 // shard's whole batch starve the others); a link's chunk arrives rtt/2 after it leaves the
-// server. Split links deal chunks to paths by smooth weighted round robin. Slow (events
-// for every chunk hop): for tests and small cases only.
+// server. A site with an uplink cap adds an egress server before every link it sends on
+// and an ingress server after every link it receives on (store and forward per chunk, so
+// a capped hop takes a little longer to fill than the metric's cut-through c/path_bw).
+// Split links deal chunks to paths by smooth weighted round robin. Slow (events for every
+// chunk hop): for tests and small cases only.
 #pragma once
 
 #include "topology/network.h"

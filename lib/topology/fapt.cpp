@@ -199,11 +199,19 @@ Plan plan_fapt(const Network& net, uint64_t model_bytes, const PlannerOptions& o
     return static_cast<int>(pool.size()) - 1;
   };
 
-  // Seeds. Uniform prices make priced_prim the MST on 1/bw_up + 1/bw_down (+ 1/agg).
+  // Seeds. Uniform prices make priced_prim the MST on 1/bw_up + 1/bw_down (+ 1/agg), and
+  // with uplink caps + the edge's 1/cap at both ends: slow uplinks get few tree edges.
   std::vector<double> link_price(static_cast<size_t>(n) * n, 1.0), agg_price(n, 1.0);
+  UplinkPrices uplink_price;
+  const UplinkPrices* up = nullptr;  // uncapped networks price no uplinks (plans as before)
+  if (net.has_uplink_caps()) {
+    uplink_price.egress.assign(n, 1.0);
+    uplink_price.ingress.assign(n, 1.0);
+    up = &uplink_price;
+  }
   for (int r = 0; r < n; ++r) {
-    add(priced_prim(net, r, link_price, agg_price, n), r);
-    add(priced_prim(net, r, link_price, agg_price, 2), r);
+    add(priced_prim(net, r, link_price, agg_price, n, up), r);
+    add(priced_prim(net, r, link_price, agg_price, 2, up), r);
     add(inverse_bw_shortest_path_tree(net, r), r);
     add(star_tree(n, r), r);
   }
@@ -242,6 +250,11 @@ Plan plan_fapt(const Network& net, uint64_t model_bytes, const PlannerOptions& o
       }
       for (int i = 0; i < n * n; ++i) link_price[i] = m.price[i] + reg;
       for (int v = 0; v < n; ++v) agg_price[v] = m.price[agg_resource(net, v)] + reg;
+      if (up)
+        for (int v = 0; v < n; ++v) {
+          uplink_price.egress[v] = m.price[egress_resource(net, v)] + reg;
+          uplink_price.ingress[v] = m.price[ingress_resource(net, v)] + reg;
+        }
       std::vector<std::pair<double, Column>> found;
       Column c;
       auto offer = [&](const Parents& p, int r) {
@@ -252,17 +265,17 @@ Plan plan_fapt(const Network& net, uint64_t model_bytes, const PlannerOptions& o
       };
       for (int r : roots) {
         if (lat_cap < kInf) {
-          offer(priced_prim_latency_capped(net, r, link_price, agg_price, opt.chunk_bytes, lat_cap), r);
+          offer(priced_prim_latency_capped(net, r, link_price, agg_price, opt.chunk_bytes, lat_cap, up), r);
           // Lagrangian variants: price latency per byte-second so the tree trades cost for
           // depth; weights relative to the bottleneck-per-latency scale of this instance.
           if (n <= 16) {
             for (double w : {0.3, 1.0, 3.0})
-              offer(priced_prim(net, r, link_price, agg_price, n, opt.chunk_bytes, w * m.v / lat_cap / M), r);
-            for (int depth : {3, 2}) offer(priced_prim(net, r, link_price, agg_price, depth), r);
+              offer(priced_prim(net, r, link_price, agg_price, n, opt.chunk_bytes, w * m.v / lat_cap / M, up), r);
+            for (int depth : {3, 2}) offer(priced_prim(net, r, link_price, agg_price, depth, up), r);
           }
         } else {
           for (int depth : {n, 3, 2})
-            if (depth != 3 || n <= 16) offer(priced_prim(net, r, link_price, agg_price, depth), r);
+            if (depth != 3 || n <= 16) offer(priced_prim(net, r, link_price, agg_price, depth, up), r);
         }
       }
       if (found.empty()) return;

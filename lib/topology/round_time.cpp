@@ -14,26 +14,42 @@ double link_seconds(const Network& net, int from, int to, double bytes) {
   return bw > 0 ? bytes / bw : kInf;
 }
 
-void add_link_load(const Network& net, int from, int to, double bytes, const Plan* plan,
+// A chunk crossing one physical link is serialised at the slowest of the link and the two
+// uplinks it passes (the caps pipeline its packets, they do not store the whole chunk).
+double chunk_seconds(const Network& net, int from, int to, double bytes) {
+  const double bw = net.path_bw(from, to);
+  if (bytes <= 0) return 0;
+  return bw > 0 ? bytes / bw : kInf;
+}
+
+// A tree edge's bytes: direct, or dealt over the direct link and relays by the split.
+void add_edge_load(const Network& net, int from, int to, double bytes, const Plan* plan,
                    std::vector<double>& load) {
   const LinkSplit* sp = plan ? plan->split_for(from, to) : nullptr;
   if (!sp) {
-    load[link_resource(net, from, to)] += link_seconds(net, from, to, bytes);
+    add_link_bytes(net, from, to, bytes, load);
     return;
   }
   const double total = sp->total_weight();
-  load[link_resource(net, from, to)] += link_seconds(net, from, to, bytes * sp->direct_weight / total);
+  add_link_bytes(net, from, to, bytes * sp->direct_weight / total, load);
   for (const Relay& r : sp->relays) {
     const double part = bytes * r.weight / total;
-    load[link_resource(net, from, r.via)] += link_seconds(net, from, r.via, part);
-    load[link_resource(net, r.via, to)] += link_seconds(net, r.via, to, part);
+    add_link_bytes(net, from, r.via, part, load);
+    add_link_bytes(net, r.via, to, part, load);
   }
 }
 
 }  // namespace
 
+void add_link_bytes(const Network& net, int from, int to, double bytes, std::vector<double>& load) {
+  load[link_resource(net, from, to)] += link_seconds(net, from, to, bytes);
+  if (bytes <= 0) return;
+  if (const double e = net.egress_cap(from); e > 0) load[egress_resource(net, from)] += bytes / e;
+  if (const double g = net.ingress_cap(to); g > 0) load[ingress_resource(net, to)] += bytes / g;
+}
+
 double hop_latency(const Network& net, int from, int to, double chunk_bytes, const Plan* plan) {
-  auto one = [&](int a, int b) { return link_seconds(net, a, b, chunk_bytes) + net.prop(a, b); };
+  auto one = [&](int a, int b) { return chunk_seconds(net, a, b, chunk_bytes) + net.prop(a, b); };
   const LinkSplit* sp = plan ? plan->split_for(from, to) : nullptr;
   double lat = (!sp || sp->direct_weight > 0) ? one(from, to) : 0.0;
   if (sp)
@@ -48,8 +64,8 @@ void add_tree_load(const Network& net, const std::vector<SiteId>& parent, double
   for (int v = 0; v < net.n; ++v) {
     const SiteId p = parent[v];
     if (p == kNoSite) continue;
-    add_link_load(net, v, p, bytes, plan, load);  // reduce
-    add_link_load(net, p, v, bytes, plan, load);  // broadcast
+    add_edge_load(net, v, p, bytes, plan, load);  // reduce
+    add_edge_load(net, p, v, bytes, plan, load);  // broadcast
     load[agg_resource(net, p)] += net.agg[p] > 0 ? bytes / net.agg[p] : kInf;
   }
 }

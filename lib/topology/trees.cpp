@@ -6,15 +6,31 @@
 namespace sg::topo {
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Priced seconds per byte one tree edge u-p puts on the capped uplinks of u and p.
+double uplink_cost(const Network& net, const UplinkPrices* up, int u, int p) {
+  if (!up) return 0;
+  double c = 0;
+  auto add = [&](const std::vector<double>& price, double cap, int site) {
+    if (cap > 0 && static_cast<size_t>(site) < price.size()) c += price[site] / cap;
+  };
+  add(up->egress, net.egress_cap(u), u);
+  add(up->ingress, net.ingress_cap(p), p);
+  add(up->egress, net.egress_cap(p), p);
+  add(up->ingress, net.ingress_cap(u), u);
+  return c;
+}
+
+}  // namespace
+
+Parents priced_prim(const Network& net, int root, const std::vector<double>& link_price,
+                    const std::vector<double>& agg_price, int max_depth, const UplinkPrices* uplink) {
+  return priced_prim(net, root, link_price, agg_price, max_depth, 0.0, 0.0, uplink);
 }
 
 Parents priced_prim(const Network& net, int root, const std::vector<double>& link_price,
-                    const std::vector<double>& agg_price, int max_depth) {
-  return priced_prim(net, root, link_price, agg_price, max_depth, 0.0, 0.0);
-}
-
-Parents priced_prim(const Network& net, int root, const std::vector<double>& link_price,
-                    const std::vector<double>& agg_price, int max_depth, double chunk_bytes, double lat_weight) {
+                    const std::vector<double>& agg_price, int max_depth, double chunk_bytes, double lat_weight,
+                    const UplinkPrices* uplink) {
   const int n = net.n;
   Parents parent(n, kNoSite);
   std::vector<int> depth(n, -1);
@@ -25,8 +41,10 @@ Parents priced_prim(const Network& net, int root, const std::vector<double>& lin
     if (up <= 0 || down <= 0 || net.agg[p] <= 0) return kInf;
     double c = link_price[link_resource(net, u, p)] / up + link_price[link_resource(net, p, u)] / down +
                agg_price[p] / net.agg[p];
+    if (uplink) c += uplink_cost(net, uplink, u, p);
     if (lat_weight > 0)
-      c += lat_weight * (chunk_bytes / up + chunk_bytes / down + net.prop(u, p) + net.prop(p, u) + chunk_bytes / net.agg[p]);
+      c += lat_weight * (chunk_bytes / net.path_bw(u, p) + chunk_bytes / net.path_bw(p, u) + net.prop(u, p) +
+                         net.prop(p, u) + chunk_bytes / net.agg[p]);
     return c;
   };
   depth[root] = 0;
@@ -53,7 +71,8 @@ Parents priced_prim(const Network& net, int root, const std::vector<double>& lin
 }
 
 Parents priced_prim_latency_capped(const Network& net, int root, const std::vector<double>& link_price,
-                                   const std::vector<double>& agg_price, double chunk_bytes, double lat_cap) {
+                                   const std::vector<double>& agg_price, double chunk_bytes, double lat_cap,
+                                   const UplinkPrices* uplink) {
   const int n = net.n;
   Parents parent(n, kNoSite);
   std::vector<char> in(n, 0);
@@ -66,11 +85,12 @@ Parents priced_prim_latency_capped(const Network& net, int root, const std::vect
   auto cost = [&](int u, int p) {
     const double bw_up = net.link_bw(u, p), bw_down = net.link_bw(p, u);
     if (bw_up <= 0 || bw_down <= 0 || net.agg[p] <= 0) return kInf;
-    const double lu = up[p] + chunk_bytes / bw_up + net.prop(u, p) + chunk_bytes / net.agg[p];
-    const double ld = down[p] + chunk_bytes / bw_down + net.prop(p, u);
+    const double lu = up[p] + chunk_bytes / net.path_bw(u, p) + net.prop(u, p) + chunk_bytes / net.agg[p];
+    const double ld = down[p] + chunk_bytes / net.path_bw(p, u) + net.prop(p, u);
     if (std::max(max_up, lu) + std::max(max_down, ld) > lat_cap) return kInf;
-    return link_price[link_resource(net, u, p)] / bw_up + link_price[link_resource(net, p, u)] / bw_down +
-           agg_price[p] / net.agg[p];
+    const double c = link_price[link_resource(net, u, p)] / bw_up + link_price[link_resource(net, p, u)] / bw_down +
+                     agg_price[p] / net.agg[p];
+    return uplink ? c + uplink_cost(net, uplink, u, p) : c;
   };
   in[root] = 1;
   int last = root;
@@ -105,8 +125,8 @@ Parents priced_prim_latency_capped(const Network& net, int root, const std::vect
     const int p = via[best];
     in[best] = 1;
     parent[best] = static_cast<SiteId>(p);
-    up[best] = up[p] + chunk_bytes / net.link_bw(best, p) + net.prop(best, p) + chunk_bytes / net.agg[p];
-    down[best] = down[p] + chunk_bytes / net.link_bw(p, best) + net.prop(p, best);
+    up[best] = up[p] + chunk_bytes / net.path_bw(best, p) + net.prop(best, p) + chunk_bytes / net.agg[p];
+    down[best] = down[p] + chunk_bytes / net.path_bw(p, best) + net.prop(p, best);
     max_up = std::max(max_up, up[best]);
     max_down = std::max(max_down, down[best]);
     last = best;

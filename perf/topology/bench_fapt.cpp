@@ -1,7 +1,8 @@
 // fapt: the multi-root FAPT heuristic against the exact optimum (4-6 sites) and against the
 // star/PS, ring all-reduce, bandwidth-blind tree and NetStorm-rule baselines, all scored by
 // the same round-time metric on the same random heterogeneous instances; plus the
-// heuristic's planning time at 64 sites.
+// heuristic's planning time at 64 sites; then the same behind per-site uplink caps
+// (fapt_uplinks.h), and the 3-site testbed.
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "fapt_uplinks.h"
 #include "topology/baselines.h"
 #include "topology/chunk_sim.h"
 #include "topology/fapt.h"
@@ -122,8 +124,8 @@ int main(int argc, char** argv) {
               bench::median(ms64), bench::median(cpu64), reps64, bench::percentile(ms64, 1.0));
   std::printf("multipath gain (tree-only / with relays), median %.3f\n", bench::median(s_mp_gain));
 
-  bench::JsonLine("fapt")
-      .num("gap_vs_optimal_p95", bench::percentile(gaps, 0.95))
+  bench::JsonLine json("fapt");
+  json.num("gap_vs_optimal_p95", bench::percentile(gaps, 0.95))
       .num("gap_vs_optimal_median", bench::median(gaps))
       .num("speedup_vs_star_median", bench::median(s_star))
       .num("speedup_vs_ring_median", bench::median(s_ring))
@@ -133,7 +135,8 @@ int main(int argc, char** argv) {
       .num("speedup_vs_netstorm_rule_chunk_sim_median", bench::median(s_ns_sim))
       .num("multipath_gain_median", bench::median(s_mp_gain))
       .num("plan_ms_64_sites", bench::median(ms64))
-      .num("plan_cpu_ms_64_sites", bench::median(cpu64))
-      .print();
+      .num("plan_cpu_ms_64_sites", bench::median(cpu64));
+  uplinks_part(quick, json);
+  json.print();
   return 0;
 }

@@ -52,6 +52,12 @@ TEST(Scenario, ReadsSitesLinksAndImpairments) {
   EXPECT_DOUBLE_EQ(at6.link_bw(1, 2), 0.5e6 / 2);
   EXPECT_DOUBLE_EQ(at0.link_bw(0, 1), 10e6);
   EXPECT_NEAR(at0.rtt[0 * 3 + 1], 0.020, 1e-12);
+  // a's egress cap reaches the planner as a shared uplink (scaled like the links); no cap
+  // stays unlimited.
+  EXPECT_DOUBLE_EQ(at0.egress_cap(0), 100e6 / 8);
+  EXPECT_DOUBLE_EQ(at6.egress_cap(0), 100e6 / 8 / 2);
+  EXPECT_EQ(at0.ingress_cap(0), 0.0);
+  EXPECT_EQ(at0.egress_cap(1), 0.0);
 }
 
 TEST(Scenario, UnknownAndDuplicateKeysAreErrors) {

@@ -5,8 +5,10 @@
 #include <set>
 
 #include "topology/baselines.h"
+#include "topology/plan_codec.h"
 #include "topology/round_time.h"
 #include "topology/testing/random_net.h"
+#include "topology/testing/uplink_nets.h"
 
 namespace sg::topo {
 namespace {
@@ -124,6 +126,97 @@ TEST(Fapt, SixtyFourSitesGiveAValidPlan) {
   const Plan p = plan_fapt(net, kModel);
   EXPECT_EQ(validate(p), PlanError::kOk);
   EXPECT_LE(t_of(net, p), t_of(net, star_plan(net, kModel, PlannerOptions{}.chunk_bytes)));
+}
+
+TEST(FaptUplinks, SlowUplinkSiteStaysALeaf) {
+  // The testbed's uplinks (200/100/50 Mbit/s) behind fast links: every link alone looks
+  // alike, so a planner blind to the uplinks spreads roots over all three sites. Each tree
+  // makes a site send the shard once per tree edge it has, so the best the 50 Mbit/s site can
+  // do is one edge everywhere: 16 MB per round, bytes / its uplink.
+  Network net = Network::uniform(3, 10e9 / 8, 0.002, 10e9);
+  net.set_uplinks({200e6 / 8, 100e6 / 8, 50e6 / 8});
+  const uint64_t model = 16ull << 20;
+  const double bound = static_cast<double>(model) / net.egress_cap(2);
+  const Plan blind = plan_fapt(testing::without_caps(net), model);
+  ASSERT_GT(t_of(net, blind), 1.15 * bound) << "premise: the blind plan overloads the slow uplink";
+
+  const Plan p = plan_fapt(net, model);
+  ASSERT_EQ(validate(p), PlanError::kOk);
+  const double t = t_of(net, p);
+  EXPECT_GE(t, bound * (1 - 1e-9));
+  EXPECT_LE(t, 1.1 * bound);
+  EXPECT_LE(testing::bytes_sent(net, p, 2), 1.01 * static_cast<double>(model));
+  uint64_t rooted = 0;
+  for (const ShardTree& s : p.shards)
+    if (s.root == 2) rooted += s.bytes();
+  EXPECT_LE(rooted, model / 20);
+}
+
+TEST(FaptUplinks, ExactAndHeuristicCountUplinks) {
+  Rng rng(13);
+  for (int n = 3; n <= 5; ++n)
+    for (int rep = 0; rep < 3; ++rep) {
+      const Network net = testing::random_capped_net(n, rng);
+      const double te = t_of(net, plan_exact(net, kModel, trees_only()));
+      const double th = t_of(net, plan_fapt(net, kModel, trees_only()));
+      EXPECT_LE(te, th * (1 + 1e-6));
+      EXPECT_LE(th, 1.05 * te) << "n=" << n << " rep=" << rep;  // seen within 1.5%
+      for (int r = 0; r < n; ++r)
+        for_each_tree(n, r, [&](const Parents& p) {
+          EXPECT_LE(te, t_of(net, plan_from_trees(n, kModel, {{p, r, 1.0}}, 4)) * (1 + 1e-6));
+        });
+    }
+}
+
+TEST(FaptUplinks, PlansForTheCapsBeatPlansBlindToThem) {
+  // Random networks whose sites sit behind uplinks: the planner that sees the caps is never
+  // meaningfully worse than the one that does not (both scored with the caps), usually much
+  // better, and it still beats or ties the baselines.
+  Rng rng(29);
+  int wins = 0, cases = 0;
+  for (int n : {6, 8, 12, 16, 24}) {
+    for (int rep = 0; rep < 4; ++rep) {
+      const Network net = testing::random_capped_net(n, rng);
+      const Plan aware = plan_fapt(net, kModel);
+      ASSERT_EQ(validate(aware), PlanError::kOk);
+      const double t = t_of(net, aware);
+      const double blind = t_of(net, plan_fapt(testing::without_caps(net), kModel));
+      EXPECT_LE(t, 1.02 * blind) << "n=" << n << " rep=" << rep;
+      wins += t < 0.95 * blind;
+      ++cases;
+      const double chunk = PlannerOptions{}.chunk_bytes;
+      EXPECT_LE(t, t_of(net, star_plan(net, kModel, chunk)) * (1 + 1e-6)) << n;
+      EXPECT_LE(t, t_of(net, netstorm_rule_best(net, kModel, 8, chunk)) * (1 + 1e-6)) << n;
+      EXPECT_LE(t, t_of(net, blind_tree_plan(net, kModel, 8))) << n;
+      EXPECT_LE(t, ring_allreduce_time(net, kModel, chunk).total_s) << n;
+    }
+  }
+  EXPECT_GE(wins, cases / 3) << wins << " of " << cases << " plans at least 5% faster";
+}
+
+TEST(FaptUplinks, UncappedNetworksPlanAsWithoutTheFields) {
+  // Absent, zero and negative caps all mean unlimited: the same plan, byte for byte.
+  Rng rng(31);
+  for (int n : {4, 8, 16}) {
+    Network net = testing::random_net(n, rng);
+    std::vector<uint8_t> want, got;
+    ASSERT_EQ(encode(plan_fapt(net, kModel), want), PlanError::kOk);
+    for (double cap : {0.0, -1.0}) {
+      net.egress.assign(n, cap);
+      net.ingress.assign(n, cap);
+      got.clear();
+      ASSERT_EQ(encode(plan_fapt(net, kModel), got), PlanError::kOk);
+      EXPECT_EQ(got, want) << n;
+    }
+  }
+}
+
+TEST(FaptUplinks, SixtyFourCappedSitesGiveAValidPlan) {
+  Rng rng(37);
+  const Network net = testing::random_capped_net(64, rng);
+  const Plan p = plan_fapt(net, kModel);
+  EXPECT_EQ(validate(p), PlanError::kOk);
+  EXPECT_LE(t_of(net, p), t_of(net, plan_fapt(testing::without_caps(net), kModel)));
 }
 
 TEST(PlanFromTrees, SharesBecomeAlignedContiguousRanges) {
