@@ -209,6 +209,9 @@ void PolicyAgent::maybe_replan(Nanos now) {
   std::nth_element(known.begin(), known.begin() + known.size() / 2, known.end());
   const double prior = known[known.size() / 2];  // links nobody measured: the median
   topo::Network net = topo::Network::uniform(n, prior, 0.010, 5e9);
+  // Measured rates are what links achieved while sharing their sites' uplinks; the uplinks
+  // themselves (config) bound every site's total.
+  net.set_uplinks(dp::site_uplinks(cfg_));
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j)
       if (i != j && matrix_[i * n + j] > 0) net.link_bw(i, j) = matrix_[i * n + j];

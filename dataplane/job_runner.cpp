@@ -41,10 +41,23 @@ void spread_shards(topo::Plan& plan, uint32_t count, uint32_t chunk_bytes) {
   }
 }
 
+std::vector<double> site_uplinks(const config::GatewayConfig& cfg) {
+  const auto sites = job_sites(cfg);
+  std::vector<double> up(sites.size(), 0.0);
+  for (size_t i = 0; i < sites.size(); ++i) {
+    double mbit = sites[i] == cfg.site.id ? cfg.site.uplink_mbit : 0.0;
+    if (const auto* p = cfg.find_peer(sites[i])) mbit = p->uplink_mbit;
+    up[i] = mbit * 1e6 / 8;
+  }
+  return up;
+}
+
 bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error) {
   const int n = static_cast<int>(job_sites(cfg).size());
-  // Before any measurement every link looks the same: 1 Gbit/s, 10 ms, 5 GB/s aggregation.
-  const topo::Network net = topo::Network::uniform(n, 125e6, 0.010, 5e9);
+  // Before any measurement every link looks the same: 1 Gbit/s, 10 ms, 5 GB/s aggregation;
+  // the sites' uplinks are what the configs say.
+  topo::Network net = topo::Network::uniform(n, 125e6, 0.010, 5e9);
+  net.set_uplinks(site_uplinks(cfg));
   topo::PlannerOptions opt;
   opt.max_shards = cfg.topology.shards;
   opt.chunk_bytes = cfg.transport.chunk_bytes;

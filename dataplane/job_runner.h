@@ -51,6 +51,10 @@ std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg);
 // and the job-wide topology.shards and chunk size, so every gateway computes the same.
 void spread_shards(topo::Plan& plan, uint32_t count, uint32_t chunk_bytes);
 
+// Every job site's uplink in plan order (bytes/s; 0: not known), from site.uplink_mbit and
+// peers[].uplink_mbit, for topo::Network::set_uplinks.
+std::vector<double> site_uplinks(const config::GatewayConfig& cfg);
+
 // The first policy: every gateway computes it from the same inputs (the site list, a
 // bandwidth-blind network, the configured planner), so all start with the same plan and
 // version 1 without talking. Returns false with a message if the planner cannot serve.

@@ -25,6 +25,9 @@ struct Ipv4Addr {
 struct SiteConfig {
   uint16_t id = 0;  // unique across the deployment, 1..65535 (0 means "none" on the wire)
   std::string name;
+  // The site's WAN uplink (Mbit/s, each direction), shared by all its links; 0: not known.
+  // The planner keeps a slow uplink from carrying more than its own gradient.
+  double uplink_mbit = 0;
 };
 
 // One DPDK port. Exactly one of `vdev` (virtual device arguments, e.g. "net_memif0,role=server")
@@ -64,6 +67,7 @@ struct PeerConfig {
   uint16_t udp_port = 0;        // 0 in YAML means "transport.udp_port"
   std::optional<MacAddr> mac;   // static neighbour entry; unset: resolved with ARP
   std::vector<PathConfig> paths;
+  double uplink_mbit = 0;       // the peer site's uplink (SiteConfig::uplink_mbit); 0: not known
 };
 
 enum class BubbleFill : uint8_t { kZero, kPrevious, kLocal };

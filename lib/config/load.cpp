@@ -22,6 +22,7 @@ void read_site(MapReader& top, GatewayConfig& cfg) {
   MapReader r(top.child("site"), "site", top.errors());
   r.integer("id", 1, kU16, cfg.site.id, true);
   r.string("name", cfg.site.name, true, 63);
+  r.number("uplink_mbit", 0.0, 1e7, cfg.site.uplink_mbit);
 }
 
 void read_port(const YAML::Node& n, const std::string& path, ErrorList& errs, GatewayConfig& cfg) {
@@ -73,6 +74,7 @@ void read_peer(const YAML::Node& n, const std::string& path, ErrorList& errs, Ga
   r.ipv4("address", p.address, true);
   r.integer("udp_port", 1, kU16, p.udp_port);
   r.mac("mac", p.mac);
+  r.number("uplink_mbit", 0.0, 1e7, p.uplink_mbit);
   for_each_item(r.child("paths"), r.path_of("paths"), errs,
                 [&](const YAML::Node& item, const std::string& ip) { read_path(item, ip, errs, p); });
   cfg.peers.push_back(std::move(p));

@@ -452,6 +452,32 @@ TEST(GatewayRounds, BothEnginesOfEveryGatewaySwitchPolicyAtTheAgreedRound) {
   EXPECT_TRUE(pool_full(tb.pool));
 }
 
+TEST(InitialPlan, ConfiguredUplinksKeepTheSlowSiteFromCarryingMore) {
+  // Three sites behind 200/100/50 Mbit/s uplinks (site.uplink_mbit, peers[].uplink_mbit): the
+  // first plan sends no more than the slow site's own gradient through its uplink.
+  config::GatewayConfig c;
+  c.site = {1, "a", 200};
+  for (uint16_t id : {2, 3}) {
+    config::PeerConfig p;
+    p.id = id;
+    p.name = "p" + std::to_string(id);
+    p.uplink_mbit = id == 2 ? 100 : 50;
+    c.peers.push_back(p);
+  }
+  c.job.model_bytes = 16u << 20;
+  topo::Plan plan;
+  std::string err;
+  ASSERT_TRUE(initial_plan(c, plan, err)) << err;
+  EXPECT_EQ(site_uplinks(c), (std::vector<double>{25e6, 12.5e6, 6.25e6}));
+  uint64_t sent = 0;  // by site index 2 (id 3): up to its parent, down to its children
+  for (const auto& t : plan.shards) {
+    if (t.parent[2] != topo::kNoSite) sent += t.bytes();
+    for (int v = 0; v < 3; ++v)
+      if (t.parent[v] == 2) sent += t.bytes();
+  }
+  EXPECT_LE(sent, c.job.model_bytes * 101 / 100) << "the 50 Mbit/s site roots no tree it cannot feed";
+}
+
 TEST(GatewayRounds, HostileFramesAreCountedDropsNotCrashes) {
   Testbed tb("c", 0.0, 1, 64 * 1024);
   Site& s = tb.sites[0];
