@@ -37,6 +37,10 @@ YAML
 done
 "$BIN" --check-config "$tmp/a.yaml" "$tmp/b.yaml" || exit 1
 
+# The memif PMD's own cleanup can crash after the final report (below); under AddressSanitizer
+# that SEGV in DPDK's interrupt thread became an abort (134) or a hang while the sanitizer
+# walked a half-freed DPDK heap. Let it stay a plain SIGSEGV, judged as in other builds.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0"
 lcore=(0 1)
 i=0
 for s in a b; do
