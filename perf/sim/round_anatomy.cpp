@@ -169,6 +169,9 @@ int main(int argc, char** argv) {
       std::printf("round %d did not finish\n", k);
       return 1;
     }
+    // Every round, not only the recorded one: LTP state carried between rounds makes them differ.
+    std::printf("round %d: %.3f s (%.2fx the model), retransmits %lu\n", k, rr.seconds, rr.seconds / model.total_s,
+                (unsigned long)rr.stats.retransmits);
   }
   const double T = rr.seconds;
   std::printf("simulated: %.3f s (%.2fx the model); retransmits %lu, bubbles %lu, early closes %lu\n", T, T / model.total_s,
