@@ -27,9 +27,9 @@
 //            of them it decides: at least resume_confirm x the kept rate -> the path still
 //            carries it: it enters the filter and the controller goes on to probe_bw (or
 //            startup, for a lower bound); less -> the path shrank (or is shared now): btlbw
-//            is what was measured and the controller drains the queue it built, then
-//            probe_bw. So a known path is full from the first packet, and a wrong model
-//            costs about 1.5 round trips at the old rate.
+//            is what was measured, and probe_bw begins with its 0.75 phase to drain the
+//            queue the kept rate built. So a known path is full from the first packet, and a
+//            wrong model costs about 1.5 round trips at the old rate.
 // A path idle (no ACK) for longer than keep_path_for is forgotten: startup again.
 #pragma once
 
