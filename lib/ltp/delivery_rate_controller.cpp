@@ -6,6 +6,13 @@ namespace sg::ltp {
 
 void DeliveryRateController::reset(Nanos now, uint32_t mss) {
   mss_ = mss;
+  // What the next transfer resumes from: the filter as measured, without the timeout and
+  // overload penalties (they answer this transfer's events; the resume check answers the
+  // next one's). A transfer that never got past the resume check leaves the model as it was.
+  if (mode_ != Mode::kResume) {
+    path_bw_ = *std::max_element(bw_rounds_.begin(), bw_rounds_.end());
+    path_full_ = mode_ != Mode::kStartup;
+  }
   const bool keep = cfg_.keep_path_for > 0 && path_bw_ > 0 && min_rtt_ > 0 && now - path_stamp_ <= cfg_.keep_path_for;
   mode_ = keep ? Mode::kResume : Mode::kStartup;
   resume_bw_ = keep ? path_bw_ : 0;
@@ -20,7 +27,7 @@ void DeliveryRateController::reset(Nanos now, uint32_t mss) {
   }
   bw_rounds_.fill(0);
   bw_slot_ = 0;
-  btlbw_ = full_bw_ = 0;
+  btlbw_ = full_bw_ = ceiling_ = 0;
   full_bw_count_ = 0;
   next_round_delivered_ = 0;
   cycle_ = 0;
@@ -64,7 +71,7 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
     round_lost_ = round_acked_ = round_lost_pkts_ = round_acked_pkts_ = 0;
     if (overload) {
       ++overloads_;
-      for (auto& b : bw_rounds_) b *= 0.85;
+      ceiling_ = 0.85 * btlbw_;
       if (mode_ == Mode::kStartup) mode_ = Mode::kDrain;
     }
     // The filter ages only by round trips that measured the path: one whose samples were all
@@ -72,23 +79,18 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
     // moving on would forget the path's rate while it was merely not being used (Linux BBR
     // likewise inserts only usable samples into its max filter).
     if (bw_rounds_[bw_slot_] > 0) {
-      // What the next transfer resumes from: set here, at the end of a round trip that
-      // measured the path, so the timeouts and app-limited tails that end a transfer (and
-      // the first flight of a resume) do not lower it.
-      if (mode_ != Mode::kResume) {
-        path_bw_ = btlbw_;
-        path_full_ = mode_ != Mode::kStartup;
-      }
       bw_slot_ = (bw_slot_ + 1) % kBwRounds;
       bw_rounds_[bw_slot_] = 0;
     }
   }
   // An app-limited sample (a streaming sender waiting for upstream chunks) measures the
   // application, not the path: it may raise the estimate but never lower it (BBR's rule).
-  if (ev.delivery_rate > 0 && (!ev.app_limited || ev.delivery_rate >= btlbw_))
+  if (ev.delivery_rate > 0 && (!ev.app_limited || ev.delivery_rate >= btlbw_)) {
     bw_rounds_[bw_slot_] = std::max(bw_rounds_[bw_slot_], ev.delivery_rate);
+    if (ceiling_ > 0) ceiling_ = std::max(ceiling_, ev.delivery_rate);  // measured past the penalty
+  }
   if (round_start) app_limited_round_ = ev.app_limited;
-  btlbw_ = *std::max_element(bw_rounds_.begin(), bw_rounds_.end());
+  update_btlbw();
 
   if (mode_ == Mode::kResume) resume_check(ev);
   if (mode_ == Mode::kStartup && round_start && btlbw_ > 0 && !app_limited_round_) {
@@ -144,9 +146,15 @@ void DeliveryRateController::resume_check(const AckEvent& ev) {
     cycle_ = 1;
     cycle_start_ = ev.now;
   }
-  btlbw_ = *std::max_element(bw_rounds_.begin(), bw_rounds_.end());
+  ceiling_ = 0;
+  update_btlbw();
   path_bw_ = btlbw_;
   path_full_ = mode_ != Mode::kStartup;
+}
+
+void DeliveryRateController::update_btlbw() {
+  btlbw_ = *std::max_element(bw_rounds_.begin(), bw_rounds_.end());
+  if (ceiling_ > 0) btlbw_ = std::min(btlbw_, ceiling_);
 }
 
 void DeliveryRateController::on_loss(const LossEvent& ev) {
@@ -155,8 +163,8 @@ void DeliveryRateController::on_loss(const LossEvent& ev) {
   // Random loss is not a congestion signal here. A timeout means the path went dark:
   // start measuring again from half.
   if (ev.timeout) {
-    for (auto& b : bw_rounds_) b /= 2;
-    btlbw_ /= 2;
+    ceiling_ = btlbw_ / 2;
+    btlbw_ = ceiling_;
     resume_bw_ /= 2;
   }
 }

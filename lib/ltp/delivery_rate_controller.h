@@ -11,16 +11,17 @@
 // Random loss never slows it down. Two things do: a retransmission timeout (everything in
 // flight vanished) halves btlbw, and a round trip losing more than congestion_loss of its
 // packets -- far above any loss Early Close would accept, so it is overload (e.g. many
-// senders into one shallow buffer), not noise -- ends startup and trims btlbw by 15%.
+// senders into one shallow buffer), not noise -- ends startup and trims btlbw by 15%. Both
+// are a ceiling on btlbw that any later sample above it lifts, not a change to the filter.
 //
 // The filter ages only by round trips that measured the path (some sample not app-limited):
 // a streaming sender waiting for upstream chunks keeps its estimate for when they come.
 //
 // The path model outlives the transfer. Sender::start resets the controller per transfer,
 // and a gateway's sender to a peer runs one transfer per round: startup every round wasted
-// seconds on long RTTs (it overshoots into shallow queues). reset() keeps the rate of the
-// last round trip that measured the path (not lowered by the timeouts and app-limited
-// tails that end transfers) and min_rtt; the next transfer starts in `resume`:
+// seconds on long RTTs (it overshoots into shallow queues). reset() keeps the filter's rate
+// (without the ceiling: the tail timeouts that end many transfers say nothing about the next
+// one) and min_rtt; the next transfer starts in `resume`:
 //   resume:  pace at the kept rate (gain 1; startup_gain if startup had not ended, the rate
 //            then being only a lower bound), cwnd = cwnd_gain x kept BDP, and measure the
 //            ACK rate from the first ACK on, over non-app-limited ACKs. After half a min_rtt
@@ -86,7 +87,8 @@ class DeliveryRateController final : public RateController {
   Mode mode_ = Mode::kStartup;
   std::array<double, kBwRounds> bw_rounds_{};
   size_t bw_slot_ = 0;
-  double btlbw_ = 0;
+  double btlbw_ = 0;          // max of bw_rounds_, at most ceiling_
+  double ceiling_ = 0;        // after a timeout or overload (0: none)
   double full_bw_ = 0;
   int full_bw_count_ = 0;
   uint64_t next_round_delivered_ = 0;
@@ -98,8 +100,8 @@ class DeliveryRateController final : public RateController {
   uint64_t round_lost_ = 0, round_acked_ = 0, round_lost_pkts_ = 0, round_acked_pkts_ = 0;
   uint64_t overloads_ = 0;
   bool app_limited_round_ = false;  // the sample opening this round was app-limited: no startup exit
-  // Kept between transfers: the rate of the last round trip that measured the path, whether
-  // startup had ended then (else a lower bound), and the last ACK (idle since).
+  // Kept between transfers: the filter's rate, whether startup had ended (else a lower
+  // bound), and the last ACK (idle since).
   double path_bw_ = 0;
   bool path_full_ = false;
   Nanos path_stamp_ = 0;
@@ -111,6 +113,7 @@ class DeliveryRateController final : public RateController {
   uint64_t resumes_confirmed_ = 0, resumes_shrunk_ = 0;
 
   void resume_check(const AckEvent& ev);
+  void update_btlbw();
 
  public:
   uint64_t overloads() const { return overloads_; }

@@ -156,6 +156,24 @@ TEST(DeliveryRate, ForgetsAPathIdleLongerThanKeepPathFor) {
   EXPECT_EQ(c.min_rtt(), 0);
 }
 
+TEST(DeliveryRate, TailTimeoutsDoNotLowerTheModelTheNextTransferResumesFrom) {
+  DeliveryRateController c;
+  c.reset(0, kMss);
+  Nanos now = 0;
+  uint64_t delivered = 0;
+  feed_rounds(c, now, delivered, 20, 1e7, false);
+  ASSERT_NE(c.mode(), 0);
+  // The transfer's last chunks were lost: two timeouts, then app-limited retransmissions.
+  c.on_loss({now, kMss, now - kMilli, kMss, true});
+  c.on_loss({now + kMilli, kMss, now, kMss, true});
+  EXPECT_DOUBLE_EQ(c.btlbw(), 2.5e6) << "this transfer backs off";
+  feed_rounds(c, now, delivered, 2, 3e6, true);
+  EXPECT_DOUBLE_EQ(c.btlbw(), 3e6) << "a sample above the penalty lifts it";
+  c.reset(now + 10 * kMilli, kMss);
+  ASSERT_TRUE(c.resuming());
+  EXPECT_DOUBLE_EQ(c.pacing_rate(), 1e7) << "the next transfer resumes from what the path carried";
+}
+
 TEST(DeliveryRate, RateSeenOnlyWhileAppLimitedIsAFloorToGrowFrom) {
   DeliveryRateController c;
   c.reset(0, kMss);
