@@ -99,89 +99,87 @@ TEST(DeliveryRate, LeavesStartupWhenBandwidthPlateaus) {
   EXPECT_LE(c.pacing_rate(), 1.25 * 5e6 + 1);
 }
 
-// A synthetic feed: `rounds` round trips of 10 ACKs each, every sample at `rate`.
-void feed_rounds(DeliveryRateController& c, Nanos& now, uint64_t& delivered, int rounds, double rate, bool app_limited) {
-  for (int r = 0; r < rounds; ++r) {
-    const uint64_t round_begin = delivered;
-    for (int k = 0; k < 10; ++k) {
-      AckEvent a;
-      now += kMilli;
-      a.now = now;
-      a.acked_bytes = kMss;
-      a.prior_delivered = k == 0 ? round_begin : round_begin - 1;  // one round start per round
-      delivered += kMss;
-      a.delivered = delivered;
-      a.delivery_rate = rate;
-      a.rtt = 10 * kMilli;
-      a.inflight_bytes = 10 * kMss;
-      a.app_limited = app_limited;
-      c.on_ack(a);
+// A controller fed synthetic round trips: 10 ACKs each, one round start per round trip.
+struct Feed {
+  explicit Feed(const DeliveryRateConfig& cfg = {}) : c(cfg) { c.reset(0, kMss); }
+  void rounds(int n, double rate, bool app_limited) {
+    for (int r = 0; r < n; ++r) {
+      const uint64_t round_begin = delivered;
+      for (int k = 0; k < 10; ++k) {
+        AckEvent a;
+        now += kMilli;
+        a.now = now;
+        a.acked_bytes = kMss;
+        a.prior_delivered = k == 0 ? round_begin : round_begin - 1;
+        delivered += kMss;
+        a.delivered = delivered;
+        a.delivery_rate = rate;
+        a.rtt = 10 * kMilli;
+        a.inflight_bytes = 10 * kMss;
+        a.app_limited = app_limited;
+        c.on_ack(a);
+      }
     }
   }
-}
-
-TEST(DeliveryRate, AppLimitedRoundTripsDoNotAgeTheFilter) {
   DeliveryRateController c;
-  c.reset(0, kMss);
   Nanos now = 0;
   uint64_t delivered = 0;
-  feed_rounds(c, now, delivered, 12, 1e7, false);
+};
+
+TEST(DeliveryRate, AppLimitedRoundTripsDoNotAgeTheFilter) {
+  Feed f;
+  auto& c = f.c;
+  f.rounds(12, 1e7, false);
   ASSERT_DOUBLE_EQ(c.btlbw(), 1e7);
   // A streaming sender waiting for upstream chunks: 30 round trips that only show its
   // upstream's pace. They say nothing about the path, so the estimate stands.
-  feed_rounds(c, now, delivered, 30, 1e6, true);
+  f.rounds(30, 1e6, true);
   EXPECT_DOUBLE_EQ(c.btlbw(), 1e7) << "app-limited round trips do not age the filter";
   // Round trips that did measure the path still age it, one slot each.
-  feed_rounds(c, now, delivered, 5, 1e6, false);
+  f.rounds(5, 1e6, false);
   EXPECT_DOUBLE_EQ(c.btlbw(), 1e7);
-  feed_rounds(c, now, delivered, 10, 1e6, false);
+  f.rounds(10, 1e6, false);
   EXPECT_DOUBLE_EQ(c.btlbw(), 1e6) << "ten measured round trips at the new rate replace it";
 }
 
 TEST(DeliveryRate, ForgetsAPathIdleLongerThanKeepPathFor) {
   DeliveryRateConfig cfg;
   cfg.keep_path_for = 1 * kSecond;
-  DeliveryRateController c(cfg);
-  c.reset(0, kMss);
-  Nanos now = 0;
-  uint64_t delivered = 0;
-  feed_rounds(c, now, delivered, 20, 1e7, false);
+  Feed f(cfg);
+  auto& c = f.c;
+  f.rounds(20, 1e7, false);
   ASSERT_NE(c.mode(), 0) << "startup over";
-  c.reset(now + 500 * kMilli, kMss);
+  c.reset(f.now + 500 * kMilli, kMss);
   EXPECT_TRUE(c.resuming());
   EXPECT_DOUBLE_EQ(c.pacing_rate(), 1e7) << "a known path: its rate from the first packet";
-  c.reset(now + 2 * kSecond, kMss);
+  c.reset(f.now + 2 * kSecond, kMss);
   EXPECT_FALSE(c.resuming()) << "idle too long: the path may be anything now";
   EXPECT_EQ(c.mode(), 0);
   EXPECT_EQ(c.min_rtt(), 0);
 }
 
 TEST(DeliveryRate, TailTimeoutsDoNotLowerTheModelTheNextTransferResumesFrom) {
-  DeliveryRateController c;
-  c.reset(0, kMss);
-  Nanos now = 0;
-  uint64_t delivered = 0;
-  feed_rounds(c, now, delivered, 20, 1e7, false);
+  Feed f;
+  auto& c = f.c;
+  f.rounds(20, 1e7, false);
   ASSERT_NE(c.mode(), 0);
   // The transfer's last chunks were lost: two timeouts, then app-limited retransmissions.
-  c.on_loss({now, kMss, now - kMilli, kMss, true});
-  c.on_loss({now + kMilli, kMss, now, kMss, true});
+  c.on_loss({f.now, kMss, f.now - kMilli, kMss, true});
+  c.on_loss({f.now + kMilli, kMss, f.now, kMss, true});
   EXPECT_DOUBLE_EQ(c.btlbw(), 2.5e6) << "this transfer backs off";
-  feed_rounds(c, now, delivered, 2, 3e6, true);
+  f.rounds(2, 3e6, true);
   EXPECT_DOUBLE_EQ(c.btlbw(), 3e6) << "a sample above the penalty lifts it";
-  c.reset(now + 10 * kMilli, kMss);
+  c.reset(f.now + 10 * kMilli, kMss);
   ASSERT_TRUE(c.resuming());
   EXPECT_DOUBLE_EQ(c.pacing_rate(), 1e7) << "the next transfer resumes from what the path carried";
 }
 
 TEST(DeliveryRate, RateSeenOnlyWhileAppLimitedIsAFloorToGrowFrom) {
-  DeliveryRateController c;
-  c.reset(0, kMss);
-  Nanos now = 0;
-  uint64_t delivered = 0;
-  feed_rounds(c, now, delivered, 20, 1e6, true);  // startup never ended: the path was not the limit
+  Feed f;
+  auto& c = f.c;
+  f.rounds(20, 1e6, true);  // startup never ended: the path was not the limit
   ASSERT_EQ(c.mode(), 0);
-  c.reset(now + 10 * kMilli, kMss);
+  c.reset(f.now + 10 * kMilli, kMss);
   EXPECT_TRUE(c.resuming());
   EXPECT_DOUBLE_EQ(c.pacing_rate(), DeliveryRateConfig{}.startup_gain * 1e6) << "grows from it as startup does";
 }
