@@ -1,6 +1,6 @@
 // round_anatomy: where the time of one simulated round goes, next to the planner's model.
 // Runs `rounds` rounds of one plan (stormgate on LTP, or a baseline on the reliable
-// transport) on a scenario and prints, for the last round:
+// transport) on a scenario and prints every round's time, then for the last round:
 //   - the model's round time, bottleneck term (and which resource) and fill/drain term;
 //   - per directed link the plan uses: model work (s), simulated busy time and utilisation,
 //     wire bytes, queue drops, first/last arrival, and the time the link's model work would
