@@ -6,14 +6,30 @@ namespace sg::ltp {
 
 void DeliveryRateController::reset(Nanos now, uint32_t mss) {
   mss_ = mss;
-  mode_ = Mode::kStartup;
+  // What the next transfer resumes from: the filter as measured, without the timeout and
+  // overload penalties (they answer this transfer's events; the resume check answers the
+  // next one's). A transfer that never got past the resume check leaves the model as it was.
+  if (mode_ != Mode::kResume) {
+    path_bw_ = *std::max_element(bw_rounds_.begin(), bw_rounds_.end());
+    path_full_ = mode_ != Mode::kStartup;
+  }
+  const bool keep = cfg_.keep_path_for > 0 && path_bw_ > 0 && min_rtt_ > 0 && now - path_stamp_ <= cfg_.keep_path_for;
+  mode_ = keep ? Mode::kResume : Mode::kStartup;
+  resume_bw_ = keep ? path_bw_ : 0;
+  resume_full_ = keep && path_full_;
+  resume_t0_ = -1;
+  resume_d0_ = 0;
+  if (!keep) {
+    path_bw_ = 0;
+    path_full_ = false;
+    min_rtt_ = 0;
+    min_rtt_stamp_ = now;
+  }
   bw_rounds_.fill(0);
   bw_slot_ = 0;
-  btlbw_ = full_bw_ = 0;
+  btlbw_ = full_bw_ = ceiling_ = 0;
   full_bw_count_ = 0;
   next_round_delivered_ = 0;
-  min_rtt_ = 0;
-  min_rtt_stamp_ = now;
   cycle_ = 0;
   cycle_start_ = now;
   inflight_ = 0;
@@ -27,6 +43,7 @@ double DeliveryRateController::gain() const {
     case Mode::kStartup: return cfg_.startup_gain;
     case Mode::kDrain: return 1.0 / cfg_.startup_gain;
     case Mode::kProbeBw: return kCycle[cycle_];
+    case Mode::kResume: return resume_full_ ? 1.0 : cfg_.startup_gain;
   }
   return 1.0;
 }
@@ -37,6 +54,7 @@ uint64_t DeliveryRateController::bdp() const {
 
 void DeliveryRateController::on_ack(const AckEvent& ev) {
   inflight_ = ev.inflight_bytes;
+  path_stamp_ = ev.now;
   if (ev.rtt > 0 && (min_rtt_ == 0 || ev.rtt <= min_rtt_ || ev.now - min_rtt_stamp_ > cfg_.min_rtt_window)) {
     min_rtt_ = ev.rtt;
     min_rtt_stamp_ = ev.now;
@@ -53,19 +71,28 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
     round_lost_ = round_acked_ = round_lost_pkts_ = round_acked_pkts_ = 0;
     if (overload) {
       ++overloads_;
-      for (auto& b : bw_rounds_) b *= 0.85;
+      ceiling_ = 0.85 * btlbw_;
       if (mode_ == Mode::kStartup) mode_ = Mode::kDrain;
     }
-    bw_slot_ = (bw_slot_ + 1) % kBwRounds;
-    bw_rounds_[bw_slot_] = 0;
+    // The filter ages only by round trips that measured the path: one whose samples were all
+    // app-limited (a streaming sender waiting for upstream chunks) left its slot empty, and
+    // moving on would forget the path's rate while it was merely not being used (Linux BBR
+    // likewise inserts only usable samples into its max filter).
+    if (bw_rounds_[bw_slot_] > 0) {
+      bw_slot_ = (bw_slot_ + 1) % kBwRounds;
+      bw_rounds_[bw_slot_] = 0;
+    }
   }
   // An app-limited sample (a streaming sender waiting for upstream chunks) measures the
   // application, not the path: it may raise the estimate but never lower it (BBR's rule).
-  if (ev.delivery_rate > 0 && (!ev.app_limited || ev.delivery_rate >= btlbw_))
+  if (ev.delivery_rate > 0 && (!ev.app_limited || ev.delivery_rate >= btlbw_)) {
     bw_rounds_[bw_slot_] = std::max(bw_rounds_[bw_slot_], ev.delivery_rate);
+    if (ceiling_ > 0) ceiling_ = std::max(ceiling_, ev.delivery_rate);  // measured past the penalty
+  }
   if (round_start) app_limited_round_ = ev.app_limited;
-  btlbw_ = *std::max_element(bw_rounds_.begin(), bw_rounds_.end());
+  update_btlbw();
 
+  if (mode_ == Mode::kResume) resume_check(ev);
   if (mode_ == Mode::kStartup && round_start && btlbw_ > 0 && !app_limited_round_) {
     if (btlbw_ >= full_bw_ * 1.25) {
       full_bw_ = btlbw_;
@@ -85,19 +112,69 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
   }
 }
 
+void DeliveryRateController::resume_check(const AckEvent& ev) {
+  if (ev.acked_bytes == 0) return;
+  // The ACK rate measures the path only while the sender kept it busy: an app-limited ACK
+  // restarts the window.
+  if (ev.app_limited || resume_t0_ < 0) {
+    resume_t0_ = ev.now;
+    resume_d0_ = ev.delivered;
+    return;
+  }
+  const Nanos span = ev.now - resume_t0_;
+  const uint64_t bytes = ev.delivered - resume_d0_;
+  if (span < min_rtt_ / 2 || bytes < 8ull * mss_) return;
+  const double rate = static_cast<double>(bytes) * 1e9 / static_cast<double>(span);
+  if (rate >= cfg_.resume_confirm * resume_bw_) {
+    ++resumes_confirmed_;
+    bw_rounds_[bw_slot_] = std::max({bw_rounds_[bw_slot_], resume_bw_, rate});
+    if (resume_full_) {
+      mode_ = Mode::kProbeBw;
+      cycle_ = 2;  // the kept rate is the path's: cruise at it
+      cycle_start_ = ev.now;
+    } else {
+      mode_ = Mode::kStartup;  // a lower bound: keep growing from it
+    }
+  } else {
+    // Shrank, or is shared now: what it carried is the estimate. The kept rate queued at most
+    // a buffer's worth; probe_bw's 0.75 phase drains that in a round trip. (A full drain at
+    // 1/startup_gain, with every resumed sender on a shared link doing it at once, left the
+    // link idle: 5-10% longer rounds in the simulator.)
+    ++resumes_shrunk_;
+    bw_rounds_[bw_slot_] = std::max(bw_rounds_[bw_slot_], rate);
+    mode_ = Mode::kProbeBw;
+    cycle_ = 1;
+    cycle_start_ = ev.now;
+  }
+  ceiling_ = 0;
+  update_btlbw();
+  path_bw_ = btlbw_;
+  path_full_ = mode_ != Mode::kStartup;
+}
+
+void DeliveryRateController::update_btlbw() {
+  btlbw_ = *std::max_element(bw_rounds_.begin(), bw_rounds_.end());
+  if (ceiling_ > 0) btlbw_ = std::min(btlbw_, ceiling_);
+}
+
 void DeliveryRateController::on_loss(const LossEvent& ev) {
   round_lost_ += ev.lost_bytes;
   ++round_lost_pkts_;
   // Random loss is not a congestion signal here. A timeout means the path went dark:
   // start measuring again from half.
   if (ev.timeout) {
-    for (auto& b : bw_rounds_) b /= 2;
-    btlbw_ /= 2;
+    ceiling_ = btlbw_ / 2;
+    btlbw_ = ceiling_;
+    resume_bw_ /= 2;
   }
 }
 
 uint64_t DeliveryRateController::cwnd_bytes() const {
   const uint64_t floor = 4ull * mss_;
+  if (mode_ == Mode::kResume) {
+    const double bdp = resume_bw_ * static_cast<double>(min_rtt_) / 1e9;
+    return std::max<uint64_t>(static_cast<uint64_t>(std::max(gain(), cfg_.cwnd_gain) * bdp), floor);
+  }
   if (btlbw_ <= 0 || min_rtt_ <= 0) return std::max<uint64_t>(10ull * mss_, floor);
   const double g = mode_ == Mode::kStartup ? cfg_.startup_gain : cfg_.cwnd_gain;
   return std::max<uint64_t>(static_cast<uint64_t>(g * static_cast<double>(bdp())), floor);
@@ -105,7 +182,9 @@ uint64_t DeliveryRateController::cwnd_bytes() const {
 
 double DeliveryRateController::pacing_rate() const {
   double r;
-  if (btlbw_ <= 0) {
+  if (mode_ == Mode::kResume) {
+    r = gain() * std::max(resume_bw_, btlbw_);
+  } else if (btlbw_ <= 0) {
     r = cfg_.startup_gain * 10.0 * mss_ * 1e9 / static_cast<double>(min_rtt_ > 0 ? min_rtt_ : cfg_.initial_rtt);
   } else {
     r = gain() * btlbw_;

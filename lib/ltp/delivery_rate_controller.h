@@ -11,7 +11,27 @@
 // Random loss never slows it down. Two things do: a retransmission timeout (everything in
 // flight vanished) halves btlbw, and a round trip losing more than congestion_loss of its
 // packets -- far above any loss Early Close would accept, so it is overload (e.g. many
-// senders into one shallow buffer), not noise -- ends startup and trims btlbw by 15%.
+// senders into one shallow buffer), not noise -- ends startup and trims btlbw by 15%. Both
+// are a ceiling on btlbw that any later sample above it lifts, not a change to the filter.
+//
+// The filter ages only by round trips that measured the path (some sample not app-limited):
+// a streaming sender waiting for upstream chunks keeps its estimate for when they come.
+//
+// The path model outlives the transfer. Sender::start resets the controller per transfer,
+// and a gateway's sender to a peer runs one transfer per round: startup every round wasted
+// seconds on long RTTs (it overshoots into shallow queues). reset() keeps the filter's rate
+// (without the ceiling: the tail timeouts that end many transfers say nothing about the next
+// one) and min_rtt; the next transfer starts in `resume`:
+//   resume:  pace at the kept rate (gain 1; startup_gain if startup had not ended, the rate
+//            then being only a lower bound), cwnd = cwnd_gain x kept BDP, and measure the
+//            ACK rate from the first ACK on, over non-app-limited ACKs. After half a min_rtt
+//            of them it decides: at least resume_confirm x the kept rate -> the path still
+//            carries it: it enters the filter and the controller goes on to probe_bw (or
+//            startup, for a lower bound); less -> the path shrank (or is shared now): btlbw
+//            is what was measured, and probe_bw begins with its 0.75 phase to drain the
+//            queue the kept rate built. So a known path is full from the first packet, and a
+//            wrong model costs about 1.5 round trips at the old rate.
+// A path idle (no ACK) for longer than keep_path_for is forgotten: startup again.
 #pragma once
 
 #include <array>
@@ -31,6 +51,8 @@ struct DeliveryRateConfig {
   double max_rate = 0;              // bytes/s cap (e.g. the NIC line rate); 0 = none
   double congestion_loss = 0.2;     // per-round loss fraction treated as overload
   uint32_t congestion_min_packets = 20;  // ... once a round has at least this many packets
+  Nanos keep_path_for = 10 * kSecond;   // path model kept over idle gaps this long; 0 = never
+  double resume_confirm = 0.85;         // ACK rate / kept rate that confirms the kept model
 };
 
 class DeliveryRateController final : public RateController {
@@ -47,9 +69,13 @@ class DeliveryRateController final : public RateController {
   double btlbw() const { return btlbw_; }
   Nanos min_rtt() const { return min_rtt_; }
   int mode() const { return static_cast<int>(mode_); }
+  bool resuming() const { return mode_ == Mode::kResume; }
+  double path_bw() const { return path_bw_; }  // what the next transfer resumes from
+  uint64_t resumes_confirmed() const { return resumes_confirmed_; }
+  uint64_t resumes_shrunk() const { return resumes_shrunk_; }
 
  private:
-  enum class Mode { kStartup, kDrain, kProbeBw };
+  enum class Mode { kStartup, kDrain, kProbeBw, kResume };
   static constexpr size_t kBwRounds = 10;
   static constexpr std::array<double, 8> kCycle{1.25, 0.75, 1, 1, 1, 1, 1, 1};
 
@@ -61,7 +87,8 @@ class DeliveryRateController final : public RateController {
   Mode mode_ = Mode::kStartup;
   std::array<double, kBwRounds> bw_rounds_{};
   size_t bw_slot_ = 0;
-  double btlbw_ = 0;
+  double btlbw_ = 0;          // max of bw_rounds_, at most ceiling_
+  double ceiling_ = 0;        // after a timeout or overload (0: none)
   double full_bw_ = 0;
   int full_bw_count_ = 0;
   uint64_t next_round_delivered_ = 0;
@@ -73,6 +100,20 @@ class DeliveryRateController final : public RateController {
   uint64_t round_lost_ = 0, round_acked_ = 0, round_lost_pkts_ = 0, round_acked_pkts_ = 0;
   uint64_t overloads_ = 0;
   bool app_limited_round_ = false;  // the sample opening this round was app-limited: no startup exit
+  // Kept between transfers: the filter's rate, whether startup had ended (else a lower
+  // bound), and the last ACK (idle since).
+  double path_bw_ = 0;
+  bool path_full_ = false;
+  Nanos path_stamp_ = 0;
+  // kResume: the kept rate under test and the ACK-rate window (first non-app-limited ACK).
+  double resume_bw_ = 0;
+  bool resume_full_ = false;
+  Nanos resume_t0_ = -1;
+  uint64_t resume_d0_ = 0;
+  uint64_t resumes_confirmed_ = 0, resumes_shrunk_ = 0;
+
+  void resume_check(const AckEvent& ev);
+  void update_btlbw();
 
  public:
   uint64_t overloads() const { return overloads_; }

@@ -45,6 +45,7 @@ bool Sender::start(const TransferSpec& spec, Nanos now) {
   path_current_.fill(0);
   next_unsent_ = acked_ = cum_ = 0;
   inflight_ = delivered_ = 0;
+  app_limited_until_ = 0;
   delivered_time_ = now;
   largest_acked_seq_ = 0;
   rack_xmit_ = 0;
@@ -149,7 +150,7 @@ void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {
   c.tx_seq = ++tx_seq_;
   c.delivered_at_send = delivered_;
   c.delivered_time_at_send = delivered_time_;
-  c.app_limited = released_ < count_ && next_unsent_ >= released_ && retx_len_ == 0;
+  c.app_limited = app_limited_until_ > 0 || (next_unsent_ >= released_ && retx_len_ == 0);
   fifo_[(fifo_head_ + fifo_len_) % fifo_.size()] = Flight{i, c.tx_seq};
   ++fifo_len_;
   ++stats_.data_sent;
@@ -271,6 +272,7 @@ void Sender::on_ack(const wire::AckMsg& m, Nanos now) {
     }
   }
   while (cum_ < count_ && chunks_[cum_].state == kAcked) ++cum_;
+  if (app_limited_until_ > 0 && delivered_ > app_limited_until_) app_limited_until_ = 0;
 
   const uint32_t newly = acked_ - before;
   AckEvent ev;
@@ -389,7 +391,10 @@ Nanos Sender::poll(Nanos now, PacketSink& tx) {
       --retx_len_;
     }
     const bool have_retx = retx_len_ > 0;
-    if (!have_retx && next_unsent_ >= released_) break;
+    if (!have_retx && next_unsent_ >= released_) {
+      app_limited_until_ = std::max<uint64_t>(delivered_ + inflight_, 1);
+      break;
+    }
     const uint32_t i = have_retx ? retx_[retx_head_] : order_[next_unsent_];
     if (inflight_ > 0 && inflight_ + chunk_bytes(i) > cwnd) break;  // an ACK will wake us
     if (rate > 0 && next_send_ > now) {

@@ -132,7 +132,7 @@ class Sender {
     bool retransmitted = false;
     bool released = false;
     uint8_t holes = 0;         // DataHeader::holes it is sent with
-    bool app_limited = false;  // sent with nothing else released to send: rate sample understates
+    bool app_limited = false;  // sent in an app-limited bubble: its rate sample understates the path
   };
   struct Flight {
     uint32_t chunk;
@@ -174,6 +174,11 @@ class Sender {
   uint64_t inflight_ = 0;
   uint64_t delivered_ = 0;
   Nanos delivered_time_ = 0;
+  // Sends are app-limited until delivered_ passes this mark (0: not): set when the sender ran
+  // out of chunks with room in the window, to what was then delivered and in flight, so every
+  // chunk sent before that bubble has drained gives a rate sample of the application, not of
+  // the path (Linux's tcp_rate_check_app_limited).
+  uint64_t app_limited_until_ = 0;
   uint64_t largest_acked_seq_ = 0;
   Nanos rack_xmit_ = 0;  // send time of the most recently sent chunk known delivered
   Nanos srtt_ = 0, rttvar_ = 0, min_rtt_ = 0;

@@ -1,6 +1,6 @@
 // round_anatomy: where the time of one simulated round goes, next to the planner's model.
 // Runs `rounds` rounds of one plan (stormgate on LTP, or a baseline on the reliable
-// transport) on a scenario and prints, for the last round:
+// transport) on a scenario and prints every round's time, then for the last round:
 //   - the model's round time, bottleneck term (and which resource) and fill/drain term;
 //   - per directed link the plan uses: model work (s), simulated busy time and utilisation,
 //     wire bytes, queue drops, first/last arrival, and the time the link's model work would
@@ -169,6 +169,9 @@ int main(int argc, char** argv) {
       std::printf("round %d did not finish\n", k);
       return 1;
     }
+    // Every round, not only the recorded one: LTP state carried between rounds makes them differ.
+    std::printf("round %d: %.3f s (%.2fx the model), retransmits %lu\n", k, rr.seconds, rr.seconds / model.total_s,
+                (unsigned long)rr.stats.retransmits);
   }
   const double T = rr.seconds;
   std::printf("simulated: %.3f s (%.2fx the model); retransmits %lu, bubbles %lu, early closes %lu\n", T, T / model.total_s,

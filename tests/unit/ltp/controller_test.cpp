@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "bottleneck.h"
 #include "ltp/aimd_controller.h"
 #include "ltp/delivery_rate_controller.h"
 
@@ -96,6 +97,137 @@ TEST(DeliveryRate, LeavesStartupWhenBandwidthPlateaus) {
   }
   EXPECT_NE(c.mode(), 0) << "no longer in startup";
   EXPECT_LE(c.pacing_rate(), 1.25 * 5e6 + 1);
+}
+
+// A controller fed synthetic round trips: 10 ACKs each, one round start per round trip.
+struct Feed {
+  explicit Feed(const DeliveryRateConfig& cfg = {}) : c(cfg) { c.reset(0, kMss); }
+  void rounds(int n, double rate, bool app_limited) {
+    for (int r = 0; r < n; ++r) {
+      const uint64_t round_begin = delivered;
+      for (int k = 0; k < 10; ++k) {
+        AckEvent a;
+        now += kMilli;
+        a.now = now;
+        a.acked_bytes = kMss;
+        a.prior_delivered = k == 0 ? round_begin : round_begin - 1;
+        delivered += kMss;
+        a.delivered = delivered;
+        a.delivery_rate = rate;
+        a.rtt = 10 * kMilli;
+        a.inflight_bytes = 10 * kMss;
+        a.app_limited = app_limited;
+        c.on_ack(a);
+      }
+    }
+  }
+  DeliveryRateController c;
+  Nanos now = 0;
+  uint64_t delivered = 0;
+};
+
+TEST(DeliveryRate, AppLimitedRoundTripsDoNotAgeTheFilter) {
+  Feed f;
+  auto& c = f.c;
+  f.rounds(12, 1e7, false);
+  ASSERT_DOUBLE_EQ(c.btlbw(), 1e7);
+  // A streaming sender waiting for upstream chunks: 30 round trips that only show its
+  // upstream's pace. They say nothing about the path, so the estimate stands.
+  f.rounds(30, 1e6, true);
+  EXPECT_DOUBLE_EQ(c.btlbw(), 1e7) << "app-limited round trips do not age the filter";
+  // Round trips that did measure the path still age it, one slot each.
+  f.rounds(5, 1e6, false);
+  EXPECT_DOUBLE_EQ(c.btlbw(), 1e7);
+  f.rounds(10, 1e6, false);
+  EXPECT_DOUBLE_EQ(c.btlbw(), 1e6) << "ten measured round trips at the new rate replace it";
+}
+
+TEST(DeliveryRate, ForgetsAPathIdleLongerThanKeepPathFor) {
+  DeliveryRateConfig cfg;
+  cfg.keep_path_for = 1 * kSecond;
+  Feed f(cfg);
+  auto& c = f.c;
+  f.rounds(20, 1e7, false);
+  ASSERT_NE(c.mode(), 0) << "startup over";
+  c.reset(f.now + 500 * kMilli, kMss);
+  EXPECT_TRUE(c.resuming());
+  EXPECT_DOUBLE_EQ(c.pacing_rate(), 1e7) << "a known path: its rate from the first packet";
+  c.reset(f.now + 2 * kSecond, kMss);
+  EXPECT_FALSE(c.resuming()) << "idle too long: the path may be anything now";
+  EXPECT_EQ(c.mode(), 0);
+  EXPECT_EQ(c.min_rtt(), 0);
+}
+
+TEST(DeliveryRate, TailTimeoutsDoNotLowerTheModelTheNextTransferResumesFrom) {
+  Feed f;
+  auto& c = f.c;
+  f.rounds(20, 1e7, false);
+  ASSERT_NE(c.mode(), 0);
+  // The transfer's last chunks were lost: two timeouts, then app-limited retransmissions.
+  c.on_loss({f.now, kMss, f.now - kMilli, kMss, true});
+  c.on_loss({f.now + kMilli, kMss, f.now, kMss, true});
+  EXPECT_DOUBLE_EQ(c.btlbw(), 2.5e6) << "this transfer backs off";
+  f.rounds(2, 3e6, true);
+  EXPECT_DOUBLE_EQ(c.btlbw(), 3e6) << "a sample above the penalty lifts it";
+  c.reset(f.now + 10 * kMilli, kMss);
+  ASSERT_TRUE(c.resuming());
+  EXPECT_DOUBLE_EQ(c.pacing_rate(), 1e7) << "the next transfer resumes from what the path carried";
+}
+
+TEST(DeliveryRate, RateSeenOnlyWhileAppLimitedIsAFloorToGrowFrom) {
+  Feed f;
+  auto& c = f.c;
+  f.rounds(20, 1e6, true);  // startup never ended: the path was not the limit
+  ASSERT_EQ(c.mode(), 0);
+  c.reset(f.now + 10 * kMilli, kMss);
+  EXPECT_TRUE(c.resuming());
+  EXPECT_DOUBLE_EQ(c.pacing_rate(), DeliveryRateConfig{}.startup_gain * 1e6) << "grows from it as startup does";
+}
+
+// The path tests: 50 Mbit/s, 100 ms RTT, 50 ms of queue (half a BDP: startup overshoots).
+constexpr double kRate = 6.25e6;
+constexpr Nanos kOneWay = 50 * kMilli, kRtt = 2 * kOneWay;
+constexpr uint32_t kChunks = 4000;  // 4 MB: 0.66 s at the full rate
+
+double ideal_s(double rate) { return kChunks * (1024.0 + sizeof(wire::DataHeader)) / rate + 1e-9 * kRtt; }
+
+TEST(DeliveryRatePath, SecondTransferOnAKnownPathRunsAtItsRateWithoutLoss) {
+  DeliveryRateController c;
+  testing::BottleneckPath path(c, kRate, kOneWay, 50 * kMilli, kChunks);
+  const auto first = path.transfer(kChunks);
+  ASSERT_TRUE(first.ok);
+  path.idle(200 * kMilli);
+  const auto second = path.transfer(kChunks);
+  ASSERT_TRUE(second.ok);
+  EXPECT_GE(second.utilisation(kRtt, 2 * kRtt, kRate), 0.9) << "at the path's rate within two round trips";
+  EXPECT_EQ(second.drops, 0u) << "no overshoot into the queue";
+  EXPECT_EQ(second.retransmits, 0u);
+  EXPECT_LE(1e-9 * static_cast<double>(second.end - second.start), 1.1 * ideal_s(kRate));
+  EXPECT_EQ(c.resumes_confirmed(), 1u);
+  EXPECT_NEAR(c.btlbw(), kRate, 0.05 * kRate);
+}
+
+TEST(DeliveryRatePath, PathThatShrankBetweenTransfersIsDetectedAndTheRateDrops) {
+  DeliveryRateController c;
+  testing::BottleneckPath path(c, kRate, kOneWay, 50 * kMilli, kChunks);
+  ASSERT_TRUE(path.transfer(kChunks).ok);
+  path.idle(200 * kMilli);
+  path.set_rate(kRate / 2);  // e.g. another flow now shares the link
+  const auto t = path.transfer(kChunks);
+  ASSERT_TRUE(t.ok);
+  EXPECT_EQ(c.resumes_shrunk(), 1u);
+  double peak = 0;
+  for (const auto& [at, r] : t.pacing)
+    if (at - t.start >= 3 * kRtt) peak = std::max(peak, r);
+  EXPECT_LE(peak, 1.3 * kRate / 2) << "after three round trips it paces at the new rate (probe_bw's 1.25 at most)";
+  EXPECT_NEAR(c.btlbw(), kRate / 2, 0.1 * kRate / 2);
+  EXPECT_LT(t.drops, kChunks / 20) << "the kept rate overshoots for about 1.5 round trips, no longer";
+  EXPECT_LE(1e-9 * static_cast<double>(t.end - t.start), 1.2 * ideal_s(kRate / 2));
+  // The measured rate is what the next transfer starts from: no overshoot at all then.
+  path.idle(200 * kMilli);
+  const auto next = path.transfer(kChunks);
+  EXPECT_EQ(next.drops, 0u);
+  EXPECT_EQ(c.resumes_confirmed(), 1u);
 }
 
 }  // namespace

@@ -20,12 +20,12 @@ constexpr uint16_t kMe = 7, kPeer = 99;
 
 class SenderTest : public ::testing::Test {
  protected:
-  void start(uint32_t chunks, SenderConfig cfg = {}, bool streaming = false) {
+  void start(uint32_t chunks, SenderConfig cfg = {}, bool streaming = false, RateController* rc = nullptr) {
     cfg.local_node = kMe;
     cfg.peer_node = kPeer;
     data_.assign(static_cast<size_t>(chunks) * 100, 0);
     for (size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<uint8_t>(i * 13);
-    tx_ = std::make_unique<Sender>(cfg, aimd_, rng_);
+    tx_ = std::make_unique<Sender>(cfg, rc ? *rc : aimd_, rng_);
     TransferSpec s;
     s.job = 1;
     s.round = 2;
@@ -289,6 +289,47 @@ TEST_F(SenderTest, GivesUpWithoutProgress) {
   for (int i = 0; i < 100 && !tx_->done(); ++i) at = std::max(at, tx_->poll(at, cap_));
   EXPECT_EQ(tx_->state(), SenderState::kTimedOut);
   EXPECT_GE(tx_->finished_at() - now_, 3 * kSecond);
+}
+
+// Records what the sender tells its controller; a fixed window, unpaced.
+class SpyController final : public RateController {
+ public:
+  const char* name() const override { return "spy"; }
+  void reset(Nanos, uint32_t) override { acks.clear(); }
+  void on_ack(const AckEvent& ev) override { acks.push_back(ev); }
+  void on_loss(const LossEvent&) override {}
+  uint64_t cwnd_bytes() const override { return cwnd; }
+  double pacing_rate() const override { return 0; }
+  LossDetection loss_detection() const override { return {}; }
+  std::vector<AckEvent> acks;
+  uint64_t cwnd = 1u << 20;
+};
+
+TEST_F(SenderTest, ChunksSentBeforeAnAppLimitedBubbleDrainsAreAppLimited) {
+  SpyController spy;
+  start(40, {}, /*streaming=*/true, &spy);
+  Sender& tx = *tx_;
+  tx.release(0, now_);
+  tx.poll(now_, cap_);  // chunk 0 goes out and the sender has nothing more: a bubble
+  for (uint32_t i = 1; i < 20; ++i) tx.release(i, now_);
+  tx.poll(now_, cap_);  // 1..19 leave while the bubble is still in flight
+  now_ += 10 * kMilli;
+  tx.on_packet(ack(5, {}, 0), now_);
+  ASSERT_EQ(spy.acks.size(), 1u);
+  EXPECT_TRUE(spy.acks.back().app_limited) << "chunk 4 left behind the bubble: its rate is the application's";
+  tx.on_packet(ack(20, {}, 0), now_);
+  // A backlog now, sent as the window allows: once the bubble is delivered, chunks that leave
+  // with more queued behind them measure the path.
+  spy.cwnd = 5 * (100 + sizeof(wire::DataHeader));
+  for (uint32_t i = 20; i < 40; ++i) tx.release(i, now_);
+  tx.poll(now_, cap_);  // 20..24, still behind the bubble's last chunk
+  now_ += 10 * kMilli;
+  tx.on_packet(ack(25, {}, 0), now_);
+  EXPECT_TRUE(spy.acks.back().app_limited);
+  tx.poll(now_, cap_);  // 25..29
+  now_ += 10 * kMilli;
+  tx.on_packet(ack(30, {}, 0), now_);
+  EXPECT_FALSE(spy.acks.back().app_limited) << "window-limited with a backlog: a path sample";
 }
 
 TEST_F(SenderTest, RefusesBadSpecs) {
