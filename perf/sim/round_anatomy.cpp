@@ -99,17 +99,21 @@ int main(int argc, char** argv) {
               a.model_mb >= 1024 ? "1 GB" : (std::to_string(a.model_mb) + " MB").c_str(), a.plan.c_str(),
               plan.shards.size(), plan.splits.size(), a.reliable ? "reliable (AIMD)" : "LTP", s.scale);
   const int br = model.bottleneck_resource;
-  std::printf("model: %.3f s = bottleneck %.3f s (%s%s%s) + fill/drain %.3f s\n", model.total_s, model.bottleneck_s,
-              br >= 0 && br < n * n ? site(br / n) : "agg", br >= 0 && br < n * n ? " -> " : "",
-              br >= 0 && br < n * n ? site(br % n) : "", model.latency_s);
+  std::string what = "?";
+  if (br >= 0 && br < n * n) what = std::string(site(br / n)) + " -> " + site(br % n);
+  else if (br >= n * n && br < n * n + n) what = std::string("aggregation at ") + site(br - n * n);
+  else if (br >= topo::egress_resource(net, 0) && br < topo::egress_resource(net, n)) what = std::string("egress of ") + site(br - topo::egress_resource(net, 0));
+  else if (br >= topo::ingress_resource(net, 0) && br < topo::ingress_resource(net, n)) what = std::string("ingress of ") + site(br - topo::ingress_resource(net, 0));
+  std::printf("model: %.3f s = bottleneck %.3f s (%s) + fill/drain %.3f s\n", model.total_s, model.bottleneck_s,
+              what.c_str(), model.latency_s);
   for (const auto& t : plan.shards) {
     std::printf("  shard root %-12s %6.1f%%  parents:", site(t.root), 100.0 * t.bytes() / plan.model_bytes);
     for (int v = 0; v < n; ++v) std::printf(" %s", t.parent[v] == topo::kNoSite ? "-" : site(t.parent[v]));
     std::printf("\n");
   }
 
-  // Site caps are not resources of the planner's model: how long would each site's NIC need
-  // for the bytes the plan (with its relays) sends and receives there?
+  // How long each site's NIC needs for the bytes the plan (with its relays) sends and
+  // receives there (the planner's model counts the same caps as resources).
   {
     std::vector<double> out(n, 0.0), in(n, 0.0);
     for (int i = 0; i < n; ++i)
