@@ -212,12 +212,22 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
   for (const auto& o : outs_)
     if (o->peer >= 0 && o->peer < plan.num_sites && (o->sender->srtt() > 0 || o->sender->rto_hint() > 0))
       rtt[o->peer] = {o->sender->srtt() > 0 ? o->sender->srtt() : o->sender->rto_hint() / 3, o->sender->min_rtt()};
+  // Their rate controllers too: a controller keeps its path's model across transfers, so a
+  // new plan's sender to the same peer starts at the known rate instead of from startup.
+  std::vector<std::vector<std::unique_ptr<ltp::RateController>>> kept(plan.num_sites);
+  for (auto& o : outs_)
+    if (o->peer >= 0 && o->peer < plan.num_sites && o->rc) kept[o->peer].push_back(std::move(o->rc));
   for (auto& o : outs) {
     ltp::SenderConfig sc = cfg_.sender;
     sc.local_node = cfg_.self_node;
     sc.peer_node = cfg_.site_nodes[o->peer];
     sc.max_chunks = max_chunks;
-    o->rc = make_controller(cfg_.reliable_baseline);
+    if (!kept[o->peer].empty()) {
+      o->rc = std::move(kept[o->peer].back());
+      kept[o->peer].pop_back();
+    } else {
+      o->rc = make_controller(cfg_.reliable_baseline);
+    }
     o->sender = std::make_unique<ltp::Sender>(sc, *o->rc, rng_);
     o->sender->seed_rtt(rtt[o->peer].first, rtt[o->peer].second);
     o->left.reserve(shards[o->shard].acc->chunk_count());  // start_out resizes within this

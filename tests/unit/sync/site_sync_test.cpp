@@ -192,6 +192,31 @@ TEST(SiteSync, PackedCompressedLinksSurviveLoss) {
   }
 }
 
+TEST(SiteSync, NewPlanKeepsTheRateModelOfEachPeer) {
+  // Round 1 starts the links from nothing; a new policy (here the same trees, so that only
+  // the switch differs) is installed before round 2: its new senders to the same peers resume
+  // at the rates already measured, so round 2 is clearly shorter than round 1 -- a policy
+  // switch does not cost a new startup.
+  const int n = 3;
+  const uint64_t bytes = 3 * (2u << 20);
+  Cluster c(n, bytes, 3, 10 * kMilli, 0.0, 77);
+  c.fill_round(1);
+  Nanos t0 = c.net.now_;
+  ASSERT_TRUE(c.run_round(1, 20 * kSecond));
+  const Nanos first = c.net.now_ - t0;
+  const topo::Plan same = make_plan(n, bytes, 3);
+  for (auto& site : c.sites) ASSERT_TRUE(site->set_plan(same, 2));
+  c.fill_round(2);
+  t0 = c.net.now_;
+  ASSERT_TRUE(c.run_round(2, 20 * kSecond));
+  const Nanos second = c.net.now_ - t0;
+  std::printf("round 1 %.1f ms, round 2 after a plan switch %.1f ms\n", first / 1e6, second / 1e6);
+  EXPECT_LT(second, 0.85 * first);
+  const auto m = c.mean();
+  for (int i = 0; i < n; ++i)
+    for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(c.sites[i]->result()[k], m[k], 1e-5 * (1 + std::abs(m[k])));
+}
+
 TEST(SiteSync, TopKErrorFeedbackDeliversWhatItDelays) {
   const int n = 3;
   Cluster c(n, 2 * 4096, 2, 1 * kMilli, 0.0, 5, false, nullptr, true);
