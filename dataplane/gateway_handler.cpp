@@ -276,6 +276,7 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
     rte_pktmbuf_free(m);
     return;
   }
+  bool relayed_to_us = false;
   if (common->type == wire::MsgType::kData && msg.size() >= sizeof(wire::DataHeader)) {
     const uint16_t pid = reinterpret_cast<const wire::DataHeader*>(msg.data())->path_id.load();
     if (pathid::is_relayed(pid)) {
@@ -283,7 +284,7 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
         relay_st(io, m, off, len, pathid::destination(pid));
         return;
       }
-      if (job_ || !handoff_) ltp_.relayed_rx.add();  // ours, via a relay: accepted as from src_node
+      relayed_to_us = true;  // ours, via a relay: accepted as from src_node
     }
   }
   if (job_ || handoff_) {
@@ -313,6 +314,8 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
       return;
     }
   }
+  // Counted once, by the engine that handles the frame (not by one that handed it over).
+  if (relayed_to_us) ltp_.relayed_rx.add();
   switch (common->type) {
     case wire::MsgType::kData: {
       ltp_.data_rx.add();

@@ -24,6 +24,14 @@
 // strongest of the root's links to its children in that shard, and never top-k (a sparse
 // mean would move most weights by nothing; the fixed-size codecs keep every coordinate).
 //
+// Packing. Compressed chunks are small: each DATA packs as many consecutive chunks as fit
+// chunk_bytes of payload (int8: three at 1344), a function of codec and chunk size only, so
+// sender and receiver agree; a lost packet is a bubble of every chunk it carried.
+//
+// Holes. A chunk nobody below contributed to (this site's own part absent -- its workers'
+// copies never came -- and every child's a bubble) goes up as a hole (wire DataHeader::holes)
+// and adds nothing at the parent, instead of zeros counted as contributions.
+//
 // Bubbles. A chunk that did not arrive going up contributes nothing and its contributor
 // count says so; before forwarding, a chunk is rescaled to the full count of the subtree
 // (sum * expected / present), so the root's mean is the mean of the contributions that

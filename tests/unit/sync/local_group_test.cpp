@@ -160,6 +160,18 @@ struct Site {
 
   bool alive(size_t w) const { return !lan.dead_.count(workers[w]->node); }
 
+  // Moves the clock to `next` (or the next packet's arrival, if earlier; at least 1 ns on)
+  // and delivers everything due by then.
+  void advance(Nanos next) {
+    if (!lan.q_.empty()) next = std::min(next, lan.q_.top().at);
+    lan.now_ = std::max(lan.now_ + 1, next);
+    while (!lan.q_.empty() && lan.q_.top().at <= lan.now_) {
+      Packet p = lan.q_.top();
+      lan.q_.pop();
+      deliver_packet(p);
+    }
+  }
+
   void deliver_packet(Packet& p) {
     if (p.dst == kGateway) {
       group->on_packet(p.bytes, lan.now_, gw_port);
@@ -208,13 +220,7 @@ struct Site {
         all &= workers[w]->result->ended() && workers[w]->push->done();
       }
       if (all && group->round_delivered()) return true;
-      if (!lan.q_.empty()) next = std::min(next, lan.q_.top().at);
-      lan.now_ = std::max(lan.now_ + 1, next);
-      while (!lan.q_.empty() && lan.q_.top().at <= lan.now_) {
-        Packet p = lan.q_.top();
-        lan.q_.pop();
-        deliver_packet(p);
-      }
+      advance(next);
     }
     return false;
   }
@@ -331,13 +337,7 @@ TEST(LocalGroup, DuplicatesAndStrayPacketsChangeNothing) {
       all &= s.workers[w]->result->ended();
     }
     if (all && s.group->round_delivered()) break;
-    if (!s.lan.q_.empty()) next = std::min(next, s.lan.q_.top().at);
-    s.lan.now_ = std::max(s.lan.now_ + 1, next);
-    while (!s.lan.q_.empty() && s.lan.q_.top().at <= s.lan.now_) {
-      Packet p = s.lan.q_.top();
-      s.lan.q_.pop();
-      s.deliver_packet(p);
-    }
+    s.advance(next);
   }
   ASSERT_TRUE(delivered);
   const auto m = s.mean_of({0, 1, 2});
@@ -525,13 +525,7 @@ TEST(LocalGroup, StreamingHandsOutFinalChunksAndStreamsResultsBack) {
         all &= s.workers[w]->result->ended();
       }
       if (all && s.group->round_delivered()) break;
-      if (!s.lan.q_.empty()) next = std::min(next, s.lan.q_.top().at);
-      s.lan.now_ = std::max(s.lan.now_ + 1, next);
-      while (!s.lan.q_.empty() && s.lan.q_.top().at <= s.lan.now_) {
-        Packet p = s.lan.q_.top();
-        s.lan.q_.pop();
-        s.deliver_packet(p);
-      }
+      s.advance(next);
     }
     ASSERT_TRUE(finished) << "round " << round;
     EXPECT_GT(handed_before_ready, handed.size() / 2) << "chunks were handed out before the whole push was in";
@@ -557,13 +551,7 @@ TEST(LocalGroup, FinishFillsResultChunksNeverGiven) {
       finished = true;
     }
     Nanos next = std::min({end, s.group->poll(s.lan.now_, s.gw_port), s.workers[0]->poll(s.lan.now_, *s.ports[0])});
-    if (!s.lan.q_.empty()) next = std::min(next, s.lan.q_.top().at);
-    s.lan.now_ = std::max(s.lan.now_ + 1, next);
-    while (!s.lan.q_.empty() && s.lan.q_.top().at <= s.lan.now_) {
-      Packet p = s.lan.q_.top();
-      s.lan.q_.pop();
-      s.deliver_packet(p);
-    }
+    s.advance(next);
   }
   ASSERT_TRUE(s.workers[0]->result->ended());
   EXPECT_EQ(s.group->stats().result_filled, s.group->chunk_count());

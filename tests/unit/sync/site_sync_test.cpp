@@ -344,10 +344,21 @@ struct Feeder {
   }
 };
 
-bool run_streaming_round(Cluster& c, uint32_t round, Nanos limit, std::vector<Feeder>& feed, Nanos every,
-                         std::vector<std::unique_ptr<RecordingResults>>& results, std::vector<Nanos>& first_result,
-                         std::vector<Nanos>& last_feed) {
+// One streaming round: what each site's result sink saw, when its first result piece came
+// and when it was last fed.
+struct Streamed {
+  bool done = false;
+  std::vector<std::unique_ptr<RecordingResults>> results;
+  std::vector<Nanos> first_result, last_feed;
+};
+
+Streamed run_streaming_round(Cluster& c, uint32_t round, Nanos limit, std::vector<Feeder>& feed, Nanos every) {
   const int n = static_cast<int>(c.sites.size());
+  Streamed out;
+  out.results.resize(n);
+  auto& results = out.results;
+  auto& first_result = out.first_result;
+  auto& last_feed = out.last_feed;
   for (int i = 0; i < n; ++i) {
     results[i] = std::make_unique<RecordingResults>(c.local[i].size());
     c.sites[i]->set_result_sink(results[i].get());
@@ -375,7 +386,10 @@ bool run_streaming_round(Cluster& c, uint32_t round, Nanos limit, std::vector<Fe
       if (first_result[i] < 0 && results[i]->calls) first_result[i] = c.net.now_;
       all_done &= c.sites[i]->round_done();
     }
-    if (all_done) return true;
+    if (all_done) {
+      out.done = true;
+      break;
+    }
     if (!c.net.q_.empty()) next = std::min(next, c.net.q_.top().at);
     c.net.now_ = std::max(c.net.now_ + 1, next);
     while (!c.net.q_.empty() && c.net.q_.top().at <= c.net.now_) {
@@ -385,28 +399,28 @@ bool run_streaming_round(Cluster& c, uint32_t round, Nanos limit, std::vector<Fe
       if (first_result[p.dst] < 0 && results[p.dst]->calls) first_result[p.dst] = c.net.now_;
     }
   }
-  return false;
+  for (auto& site : c.sites) site->set_result_sink(nullptr);  // the sinks live in `out`
+  return out;
 }
 
 TEST(SiteSync, StreamedLocalPartsAndResultsGiveTheExactMean) {
   const int n = 3;
   Cluster c(n, 3 * 40000, 3, 2 * kMilli, 0.0, 17);
-  std::vector<std::unique_ptr<RecordingResults>> results(n);
-  std::vector<Nanos> first_result, last_feed;
   for (uint32_t round = 1; round <= 2; ++round) {
     c.fill_round(round);
     std::vector<Feeder> feed;
     for (int i = 0; i < n; ++i) feed.emplace_back(c.local[i].size(), round * 10 + i);
-    ASSERT_TRUE(run_streaming_round(c, round, 10 * kSecond, feed, 50 * kMicro, results, first_result, last_feed));
+    const Streamed run = run_streaming_round(c, round, 10 * kSecond, feed, 50 * kMicro);
+    ASSERT_TRUE(run.done);
     const auto m = c.mean();
     for (int i = 0; i < n; ++i) {
       auto r = c.sites[i]->result();
       // Exact: no chunk left before every float of its local part was given.
       for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(r[k], m[k], 1e-5 * (1 + std::abs(m[k]))) << "site " << i << " " << k;
-      for (size_t k = 0; k < m.size(); ++k) ASSERT_EQ(results[i]->seen[k], 1) << "each result float named once, site " << i;
+      for (size_t k = 0; k < m.size(); ++k) ASSERT_EQ(run.results[i]->seen[k], 1) << "each result float named once, site " << i;
       // The result started flowing while this site was still being fed.
-      EXPECT_GE(first_result[i], 0);
-      EXPECT_LT(first_result[i], last_feed[i]) << "site " << i;
+      EXPECT_GE(run.first_result[i], 0);
+      EXPECT_LT(run.first_result[i], run.last_feed[i]) << "site " << i;
       EXPECT_EQ(c.sites[i]->stats().timeouts, 0u);
     }
   }
@@ -437,8 +451,6 @@ TEST(SiteSync, StreamedAbsentLocalPartsTravelAsHoles) {
   c.fill_round(1);
   std::vector<Feeder> feed;
   for (int i = 0; i < n; ++i) feed.emplace_back(c.local[i].size(), 40 + i, i == 2 ? 0.5 : 1.0);
-  std::vector<std::unique_ptr<RecordingResults>> results(n);
-  std::vector<Nanos> first_result, last_feed;
   // The absent half is reported once the present one was fed.
   const size_t half_start = [&] {
     size_t end = 0;
@@ -447,7 +459,7 @@ TEST(SiteSync, StreamedAbsentLocalPartsTravelAsHoles) {
   }();
   feed[2].ranges.push_back({half_start, c.local[2].size() - half_start});
   feed[2].absent_from = feed[2].ranges.size() - 1;
-  ASSERT_TRUE(run_streaming_round(c, 1, 10 * kSecond, feed, 50 * kMicro, results, first_result, last_feed));
+  ASSERT_TRUE(run_streaming_round(c, 1, 10 * kSecond, feed, 50 * kMicro).done);
   for (int i = 0; i < n; ++i) {
     EXPECT_EQ(c.sites[i]->stats().timeouts, 0u) << "site " << i;
     expect_half_and_half(c, i);
@@ -468,37 +480,34 @@ topo::Plan star_at_0(uint64_t bytes) {
   return p;
 }
 
+// A star rooted at site 0 where site `missing` gives only the first half of its floats.
+// (A Cluster's ports refer to its network: it stays where it was built.)
+std::unique_ptr<Cluster> star_round_with_half_missing(uint64_t seed, int missing) {
+  const uint64_t bytes = 3 * 8000;
+  const topo::Plan p = star_at_0(bytes);
+  auto c = std::make_unique<Cluster>(3, bytes, 1, 2 * kMilli, 0.0, seed, false, &p);
+  c->fill_round(1);
+  std::vector<Feeder> feed;
+  for (int i = 0; i < 3; ++i) feed.emplace_back(c->local[i].size(), seed + i, i == missing ? 0.5 : 1.0);
+  EXPECT_TRUE(run_streaming_round(*c, 1, 60 * kSecond, feed, 50 * kMicro).done);
+  return c;
+}
+
 TEST(SiteSync, StreamedLocalPartNeverGivenByALeafIsLeftOut) {
   // Leaf site 2 never completes its second half: the root gives its quiet transfer up
   // (closing it, which ends site 2's sender too) and averages sites 0 and 1 there.
-  const uint64_t bytes = 3 * 8000;
-  const topo::Plan p = star_at_0(bytes);
-  Cluster c(3, bytes, 1, 2 * kMilli, 0.0, 29, false, &p);
-  c.fill_round(1);
-  std::vector<Feeder> feed;
-  for (int i = 0; i < 3; ++i) feed.emplace_back(c.local[i].size(), 50 + i, i == 2 ? 0.5 : 1.0);
-  std::vector<std::unique_ptr<RecordingResults>> results(3);
-  std::vector<Nanos> first_result, last_feed;
-  ASSERT_TRUE(run_streaming_round(c, 1, 60 * kSecond, feed, 50 * kMicro, results, first_result, last_feed));
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(c.sites[i]->round_done()) << "site " << i;
-  for (int i = 0; i < 2; ++i) expect_half_and_half(c, i);
+  auto c = star_round_with_half_missing(29, 2);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(c->sites[i]->round_done()) << "site " << i;
+  for (int i = 0; i < 2; ++i) expect_half_and_half(*c, i);
 }
 
 TEST(SiteSync, StreamedLocalPartNeverGivenAtTheRootIsLeftOutAtTheTimeout) {
   // The root's own second half never comes: at its round timeout those chunks complete
   // without it, as the mean of sites 1 and 2. (Sites 1 and 2 reach their own timeout at the
   // same instant here and fill what they are missing, so only the root is checked.)
-  const uint64_t bytes = 3 * 8000;
-  const topo::Plan p = star_at_0(bytes);
-  Cluster c(3, bytes, 1, 2 * kMilli, 0.0, 31, false, &p);
-  c.fill_round(1);
-  std::vector<Feeder> feed;
-  for (int i = 0; i < 3; ++i) feed.emplace_back(c.local[i].size(), 60 + i, i == 0 ? 0.5 : 1.0);
-  std::vector<std::unique_ptr<RecordingResults>> results(3);
-  std::vector<Nanos> first_result, last_feed;
-  ASSERT_TRUE(run_streaming_round(c, 1, 60 * kSecond, feed, 50 * kMicro, results, first_result, last_feed));
-  EXPECT_EQ(c.sites[0]->stats().timeouts, 1u);
-  expect_half_and_half(c, 0, /*missing=*/0);
+  auto c = star_round_with_half_missing(31, 0);
+  EXPECT_EQ(c->sites[0]->stats().timeouts, 1u);
+  expect_half_and_half(*c, 0, /*missing=*/0);
 }
 
 }  // namespace
