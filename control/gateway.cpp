@@ -11,6 +11,7 @@
 
 #include "control/telemetry.h"
 #include "dataplane/log.h"
+#include "dataplane/mbuf_ring.h"
 
 namespace sg::ctl {
 
@@ -39,9 +40,6 @@ bool Gateway::start() {
   ep.burst = cfg_.dataplane.burst;
   ep.tx_drain_us = cfg_.dataplane.tx_drain_us;
   ep.idle_sleep_max_us = cfg_.dataplane.idle_sleep_max_us;
-  dp::PushParams push = push_;
-  push.rate_mbit = push_.rate_mbit / workers;  // the rate is the gateway's, split over engines
-  push.chunk_bytes = cfg_.transport.chunk_bytes;
   if (cfg_.job.model_bytes) {
     std::string err;
     if (!dp::initial_plan(cfg_, plan_, err)) {
@@ -49,11 +47,10 @@ bool Gateway::start() {
       return false;
     }
     policy_version_ = 1;
-    push.rate_mbit = 0;  // the job's rounds are the traffic
   }
   for (unsigned w = 0; w < workers; ++w) {
     ep.queue = static_cast<uint16_t>(w);
-    handlers_.push_back(std::make_unique<dp::GatewayHandler>(cfg_, ports_, nbrs_, routes_, w == 0, push));
+    handlers_.push_back(std::make_unique<dp::GatewayHandler>(cfg_, ports_, nbrs_, routes_, w == 0));
     engines_.push_back(std::make_unique<dp::Engine>(ports_, pool_, *handlers_.back(), ep));
   }
   if (cfg_.job.model_bytes) {
@@ -292,12 +289,7 @@ bool Gateway::stop() {
   running_ = false;
   dp::drain_rx(ports_);
   // Frames one engine handed to another after that one had stopped.
-  for (rte_ring* r : handoff_rings_) {
-    void* objs[32];
-    unsigned n;
-    while ((n = rte_ring_dequeue_burst(r, objs, 32, nullptr)) > 0)
-      rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
-  }
+  for (rte_ring* r : handoff_rings_) dp::free_ring_mbufs(r);
   const Totals t = totals();
   std::printf("[%s] final: rx %llu pkts (%llu B), tx %llu pkts (%llu B), tx refused %llu, LTP DATA in %llu out %llu, "
               "ARP answered %llu learned %llu, idle sleeps %llu\n",
@@ -346,10 +338,7 @@ bool Gateway::stop() {
   agent_.reset();
   for (rte_ring** r : {&ctl_in_, &ctl_out_}) {
     if (!*r) continue;
-    void* objs[32];
-    unsigned n;
-    while ((n = rte_ring_dequeue_burst(*r, objs, 32, nullptr)) > 0)
-      rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
+    dp::free_ring_mbufs(*r);
     rte_ring_free(*r);
     *r = nullptr;
   }

@@ -43,7 +43,7 @@ struct LinkView {
 
 class Gateway {
  public:
-  Gateway(config::GatewayConfig cfg, dp::PushParams push) : cfg_(std::move(cfg)), push_(push) {}
+  explicit Gateway(config::GatewayConfig cfg) : cfg_(std::move(cfg)) {}
   ~Gateway();
 
   // Creates the pool and ports and launches the engines. Prints the reason on failure.
@@ -84,7 +84,6 @@ class Gateway {
   config::GatewayConfig cfg_;
   rte_mempool* pool_ = nullptr;
   std::vector<dp::Port> ports_;
-  dp::PushParams push_;
   dp::Neighbours nbrs_;
   std::vector<dp::PeerRoute> routes_;
   std::vector<std::unique_ptr<dp::GatewayHandler>> handlers_;

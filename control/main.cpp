@@ -1,5 +1,5 @@
 // stormgate: the gateway process.
-//   stormgate [EAL args] -- --config FILE [--duration SECONDS] [--push-mbit RATE]
+//   stormgate [EAL args] -- --config FILE [--duration SECONDS]
 //   stormgate --check-config FILE [FILE...]
 #include <rte_pdump.h>
 
@@ -22,11 +22,10 @@ void on_signal(int) { g_stop.store(true); }
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: stormgate [EAL args] -- --config FILE [--duration SECONDS] [--push-mbit RATE]\n"
+               "usage: stormgate [EAL args] -- --config FILE [--duration SECONDS]\n"
                "       stormgate --check-config FILE [FILE...]\n"
                "  --config FILE      gateway config (YAML; keys in config/README.md)\n"
                "  --duration S       stop by itself after S seconds (default: run until SIGINT/SIGTERM)\n"
-               "  --push-mbit R      push a synthetic gradient to every peer at R Mbit/s in total\n"
                "  --check-config     validate config files and exit: 0 if all are valid, 1 otherwise,\n"
                "                     with one line per problem: FILE:LINE:COL: KEY: expected X, found Y\n");
 }
@@ -72,15 +71,13 @@ int main(int argc, char** argv) {
   if (!sg::dp::eal_init(argc, argv, args)) return 1;
 
   std::string config_path;
-  double duration = 0, push_mbit = 0;
+  double duration = 0;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string a = args[i];
     const bool has_value = i + 1 < args.size();
     if (a == "--config" && has_value) {
       config_path = args[++i];
     } else if (a == "--duration" && has_value && parse_number(args[i + 1], duration)) {
-      ++i;
-    } else if (a == "--push-mbit" && has_value && parse_number(args[i + 1], push_mbit)) {
       ++i;
     } else {
       std::fprintf(stderr, "stormgate: unexpected argument '%s'\n", a.c_str());
@@ -108,9 +105,7 @@ int main(int argc, char** argv) {
 
   int rc = 0;
   {
-    sg::dp::PushParams push;
-    push.rate_mbit = push_mbit;
-    sg::ctl::Gateway gw(std::move(*loaded.config), push);
+    sg::ctl::Gateway gw(std::move(*loaded.config));
     if (!gw.start()) {
       rc = 1;
     } else {

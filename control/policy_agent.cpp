@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "dataplane/job_runner.h"
+#include "dataplane/mbuf_ring.h"
 #include "policy/messages.h"
 #include "topology/fapt.h"
 #include "topology/plan_codec.h"
@@ -85,12 +86,7 @@ PolicyAgent::PolicyAgent(const config::GatewayConfig& cfg, const std::vector<uin
   matrix_.assign(sites_.size() * sites_.size(), 0.0);
 }
 
-PolicyAgent::~PolicyAgent() {
-  void* objs[32];
-  unsigned n;
-  while ((n = rte_ring_dequeue_burst(in_, objs, 32, nullptr)) > 0)
-    rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
-}
+PolicyAgent::~PolicyAgent() { dp::free_ring_mbufs(in_); }
 
 void PolicyAgent::receive_frames(Nanos now) {
   void* objs[32];

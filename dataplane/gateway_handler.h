@@ -1,14 +1,20 @@
-// The gateway's packet path on one engine: ARP (answer for our addresses, resolve next hops),
-// IPv4/UDP validation with every drop counted by reason, LTP message dispatch, and — until
-// training rounds drive it — a synthetic gradient push to every peer at a configured rate so
-// the demo and the tests have real LTP DATA crossing the links.
+// The gateway's packet path on one engine. One concern per file, as a reader looks for them:
 //
-// Ownership: on_rx_st frees every mbuf it does not send (ARP replies reuse the request's mbuf
-// and are handed to tx_st). Packets it builds come from the engine's pool and go to tx_st.
+//   gateway_handler.cpp  the engine's entry points: receive bursts, poll (rings from other
+//                        lcores, the job's timers), stop (free what is held)
+//   rx_classify.cpp      Ethernet / ARP / IPv4 / UDP validation, every drop counted by reason
+//   ltp_dispatch.cpp     an LTP message: admitted (version, job, relay), steered to the engine
+//                        owning its shard, to the control thread (CONTROL) or to the job
+//   relay.cpp            relayed DATA for another site: new headers, out on the direct route
+//   arp.cpp              answer ARP for our addresses, resolve next hops (engine 0 only)
+//   frame_build.h        the Ethernet/IPv4/UDP spec of a frame out of a port, written once
+//
+// Ownership: on_rx_st frees every mbuf it does not send or hand on (ARP replies reuse the
+// request's mbuf; frames for another engine or the control thread move with the ring).
 #pragma once
 
-#include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <rte_ring.h>
@@ -18,58 +24,13 @@
 #include "config/config.h"
 #include "dataplane/counters.h"
 #include "dataplane/engine.h"
+#include "dataplane/ltp_counters.h"
 #include "dataplane/neighbours.h"
+#include "dataplane/routes.h"
 #include "wire/ethernet.h"
 #include "wire/ltp_codec.h"
 
 namespace sg::dp {
-
-struct LtpCounters {
-  Counter data_rx, data_rx_bytes, ack_rx, close_rx, control_rx, reject_rx;
-  Counter bad_version;   // LTP version we do not speak (answered with REJECT)
-  Counter arp_requests_answered, arp_requests_sent, arp_learned;
-  Counter data_tx, data_tx_bytes;
-  Counter no_mbuf;       // pool empty when building a packet
-  Counter handoff_full;  // job packet for another engine dropped: that engine's ring was full
-  Counter handed_over;   // job packets passed to the engine owning their shard
-  Counter other_job;     // LTP for a job this gateway does not run
-  Counter control_full;  // CONTROL frame dropped: the control thread's ring was full
-  std::array<Counter, 64> data_rx_from_site{};  // by peer index (first 64 peers), relayed included
-  // Multipath (path_id.h, spray.h).
-  Counter relayed_tx;        // DATA we sent through a relay site
-  Counter relayed_rx;        // DATA for us that came through a relay
-  Counter relay_forwarded, relay_forwarded_bytes;  // DATA we relayed for others, not aggregated
-  Counter relay_no_route;    // relayed DATA for a site we have no direct route to (or unresolved)
-  Counter relay_refused;     // relayed DATA that failed validation or came from no job site
-  Counter txq_full;          // DATA meant for another engine's TX queue sent on our own
-  std::array<Counter, 8> data_tx_queue{};  // DATA by TX queue it was dealt to
-};
-
-// One route to a peer: a path out of a port towards a next hop. A relayed route (via != 0)
-// addresses the relay site's gateway (peer_ipv4, peer_udp_port are the relay's); the final
-// destination travels in the DATA path_id (path_id.h).
-struct PeerRoute {
-  uint16_t peer_id = 0;
-  uint32_t peer_ipv4 = 0;
-  uint16_t peer_udp_port = 0;
-  uint16_t port_index = 0;
-  int nh_slot = -1;
-  uint16_t src_udp_port = 0;
-  uint8_t path_id = 0;   // config path id
-  uint16_t via = 0;      // relay site id; 0: direct
-};
-
-// Builds the routes (direct and relayed paths; a path via a site that is not a configured
-// peer, or to a destination id a path_id cannot name, is left out) and the next-hop slots.
-// Shared by every engine; built once at start-up.
-std::vector<PeerRoute> build_routes(const config::GatewayConfig& cfg, const std::vector<Port>& ports,
-                                    Neighbours& nbrs);
-
-struct PushParams {
-  double rate_mbit = 0;      // synthetic gradient push per engine, all peers together; 0: off
-  uint32_t chunk_bytes = 1400;
-  uint32_t chunks_per_round = 4096;
-};
 
 class JobRunner;
 class LtpTx;
@@ -77,7 +38,7 @@ class LtpTx;
 class GatewayHandler final : public PacketHandler {
  public:
   GatewayHandler(const config::GatewayConfig& cfg, const std::vector<Port>& ports, Neighbours& nbrs,
-                 const std::vector<PeerRoute>& routes, bool arp_owner, PushParams push);
+                 const std::vector<PeerRoute>& routes, bool arp_owner);
 
   // Engine 0 runs the job: LTP messages of the job go to `job` (sending through `tx`).
   void attach_job(JobRunner* job, LtpTx* tx) { job_ = job; ltp_tx_ = tx; }
@@ -85,7 +46,7 @@ class GatewayHandler final : public PacketHandler {
   // single-consumer; the mbuf's ownership moves with it). Engine 0 drains the same ring.
   void attach_handoff(rte_ring* ring) { handoff_ = ring; }
   // Shards split over engines (every engine has a job): a job packet is handled by the engine
-  // owning its shard (shard % engines; the site's workers, CONTROL and REJECT: engine 0);
+  // owning its shard (sync::shard_engine; the site's workers, CONTROL and REJECT: engine 0);
   // others reach it through rings[owner] (multi-producer, single-consumer; the mbuf moves
   // with it). This engine is `self` and drains rings[self].
   void attach_shard_engines(std::vector<rte_ring*> rings, unsigned self) {
@@ -112,38 +73,51 @@ class GatewayHandler final : public PacketHandler {
   Nanos now_ns(uint64_t tsc) const;
 
  private:
-  void handle_one_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, uint64_t now_tsc);
-  void handle_arp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t l3, uint64_t now_tsc);
+  // The source of a received frame, as its headers say.
   struct Src {
     uint32_t ip;
     uint16_t udp_port;
     wire::MacAddr mac;
   };
+  // An LTP message inside a received frame (the mbuf still owns the bytes).
+  struct LtpIn {
+    std::span<const uint8_t> msg;
+    wire::CommonInfo common;
+    size_t off = 0;  // of msg in the frame
+    Src src;
+    bool relayed_to_us = false;  // came through a relay site
+  };
+  enum class Verdict { kDeliver, kTaken };
+
+  // rx_classify.cpp: one frame from the wire (or from another engine's hand-over). Takes m.
+  void handle_one_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, uint64_t now_tsc);
+  // arp.cpp
+  void handle_arp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t l3, uint64_t now_tsc);
+  unsigned resolve_st(EngineIo& io, uint64_t now_tsc);
+  // ltp_dispatch.cpp. handle_ltp_st takes m. admit_st decides whether a message may touch
+  // any state here (kTaken: it was dropped, relayed or handed on, and m is gone);
+  // steer_st moves it to the engine owning its shard if that is not this one.
   void handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t off, size_t len, const Src& src,
                      uint64_t now_tsc);
-  // Relayed DATA for another site: new headers around the same LTP bytes, out on the direct
-  // route to that site (any engine; no job state involved). Takes the mbuf.
-  void relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst);
-  unsigned resolve_st(EngineIo& io, uint64_t now_tsc);
-  unsigned push_st(EngineIo& io, uint64_t now_tsc);
-  bool send_data_st(EngineIo& io, const PeerRoute& r, uint64_t now_tsc);
-  int peer_index_of_node(uint16_t node) const;
+  Verdict admit_st(EngineIo& io, rte_mbuf* m, LtpIn& in);
+  Verdict steer_st(uint16_t port_index, rte_mbuf* m, const LtpIn& in);
+  void count_rx(const LtpIn& in, EngineIo& io);
+  void deliver_st(EngineIo& io, uint16_t port_index, const LtpIn& in, uint64_t now_tsc);
   unsigned owner_of(const wire::CommonInfo& common, std::span<const uint8_t> msg) const;
+  int peer_index_of_node(uint16_t node) const;
+  // Passes m to `ring` (its hash.usr = port_index); counts and frees it if the ring is full.
+  bool hand_over_st(rte_ring* ring, uint16_t port_index, rte_mbuf* m);
+  // relay.cpp: relayed DATA for another site. Takes the mbuf.
+  void relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst);
 
   const config::GatewayConfig& cfg_;
   const std::vector<Port>& ports_;
   Neighbours& nbrs_;
   const std::vector<PeerRoute>& routes_;
   bool arp_owner_;
-  PushParams push_;
   LtpCounters ltp_;
   uint64_t tsc_hz_;
   uint64_t next_arp_tsc_ = 0;
-  uint64_t next_push_tsc_ = 0;
-  uint64_t push_interval_tsc_ = 0;
-  size_t next_route_ = 0;
-  uint32_t round_ = 1;
-  uint32_t chunk_ = 0;
   JobRunner* job_ = nullptr;
   LtpTx* ltp_tx_ = nullptr;
   rte_ring* handoff_ = nullptr;

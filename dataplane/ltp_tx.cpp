@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dataplane/frame_build.h"
 #include "dataplane/path_id.h"
 #include "sync/local_group.h"
 #include "wire/frame.h"
@@ -93,16 +94,9 @@ void LtpTx::send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::sp
     io_->counters().drop(Drop::kNoRoute);  // LTP retransmits once ARP has answered
     return;
   }
-  const Port& port = ports_[r->port_index];
-  wire::UdpFrameSpec spec;
-  std::copy(nh.addr_bytes, nh.addr_bytes + 6, spec.eth.dst.begin());
-  std::copy(port.mac.addr_bytes, port.mac.addr_bytes + 6, spec.eth.src.begin());
-  if (port.vlan) spec.eth.vlan_tci = port.vlan;
-  spec.ip.src = port.ipv4;
-  spec.ip.dst = r->peer_ipv4;
   // Workers talk to the gateway's LTP port; answers come from it.
   const uint16_t sport = r == &worker_route ? ltp_port_ : r->src_udp_port;
-  spec.udp = wire::UdpSpec{sport, r->peer_udp_port, true};
+  const wire::UdpFrameSpec spec = udp_spec(ports_[r->port_index], nh, r->peer_ipv4, sport, r->peer_udp_port);
   const size_t hr = wire::udp_frame_headroom(spec);
   const size_t msg = head.size() + payload.size() + meta.trailer_len;
   rte_mbuf* m = rte_pktmbuf_alloc(io_->pool());

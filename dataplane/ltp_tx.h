@@ -20,7 +20,10 @@
 #include <rte_ring.h>
 
 #include "dataplane/engine.h"
-#include "dataplane/gateway_handler.h"
+#include "dataplane/counters.h"
+#include "dataplane/ltp_counters.h"
+#include "dataplane/neighbours.h"
+#include "dataplane/routes.h"
 #include "dataplane/spray.h"
 #include "ltp/types.h"
 

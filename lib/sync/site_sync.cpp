@@ -7,6 +7,7 @@
 #include "compress/codec.h"
 #include "ltp/aimd_controller.h"
 #include "ltp/delivery_rate_controller.h"
+#include "sync/shard_engine.h"
 #include "wire/ltp_codec.h"
 
 namespace sg::sync {
@@ -184,7 +185,7 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
     sh.first = tree.byte_begin / 4;
     sh.floats = tree.bytes() / 4;
     // Another engine of this gateway owns the shard: no state here (its traffic goes there).
-    if (static_cast<uint32_t>(s) % std::max<uint32_t>(cfg_.shard_engines, 1) != cfg_.shard_engine) {
+    if (shard_engine(static_cast<uint32_t>(s), std::max<uint32_t>(cfg_.shard_engines, 1)) != cfg_.shard_engine) {
       sh.children.clear();
       sh.parent = -1;
       continue;

@@ -141,7 +141,7 @@ Result run(rte_mempool* pool, int lanes, int queues, const Mode& mode, uint64_t 
     }
     c.peers.push_back(peer);
     s.routes = build_routes(c, s.ports, s.nbrs);
-    s.handler = std::make_unique<GatewayHandler>(c, s.ports, s.nbrs, s.routes, true, PushParams{});
+    s.handler = std::make_unique<GatewayHandler>(c, s.ports, s.nbrs, s.routes, true);
     s.shaped = std::make_unique<ShapedLinks>(*s.handler, shapes);
     s.tx = std::make_unique<LtpTx>(s.ports, s.nbrs, s.routes, const_cast<LtpCounters&>(s.handler->ltp()));
   }
@@ -162,7 +162,7 @@ Result run(rte_mempool* pool, int lanes, int queues, const Mode& mode, uint64_t 
                                  RING_F_SP_ENQ | RING_F_SC_DEQ);
       if (!s.txq[q]) return {};
       rings.push_back(s.txq[q]);
-      s.tx_handlers.push_back(std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false, PushParams{}));
+      s.tx_handlers.push_back(std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false));
       s.tx_handlers.back()->attach_tx_ring(s.txq[q]);
       EngineParams ep;
       ep.queue = static_cast<uint16_t>(q);

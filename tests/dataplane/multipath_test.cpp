@@ -247,7 +247,7 @@ struct Testbed {
     for (int i = 0; i < kSites; ++i) {
       Site& s = sites[i];
       s.routes = build_routes(s.cfg, s.ports, s.nbrs);
-      s.handler = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, true, PushParams{});
+      s.handler = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, true);
       s.tx = std::make_unique<LtpTx>(s.ports, s.nbrs, s.routes, const_cast<LtpCounters&>(s.handler->ltp()));
       s.job = std::make_unique<JobRunner>(s.cfg, plan, 1, *s.tx);
       s.handler->attach_job(s.job.get(), s.tx.get());
@@ -257,7 +257,7 @@ struct Testbed {
         s.handoff = rte_ring_create(("mh" + tag + std::to_string(i)).c_str(), 4096, SOCKET_ID_ANY, RING_F_SC_DEQ);
         s.txq1 = rte_ring_create(("mt" + tag + std::to_string(i)).c_str(), 4096, SOCKET_ID_ANY,
                                  RING_F_SP_ENQ | RING_F_SC_DEQ);
-        s.handler1 = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false, PushParams{});
+        s.handler1 = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false);
         s.handler->attach_handoff(s.handoff);
         s.handler1->attach_handoff(s.handoff);
         s.handler1->attach_tx_ring(s.txq1);

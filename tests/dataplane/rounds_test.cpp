@@ -173,7 +173,7 @@ struct Testbed {
     for (int i = 0; i < kSites; ++i) {
       Site& s = sites[i];
       s.routes = build_routes(s.cfg, s.ports, s.nbrs);
-      s.handler = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, true, PushParams{});
+      s.handler = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, true);
       s.tx = std::make_unique<LtpTx>(s.ports, s.nbrs, s.routes, const_cast<LtpCounters&>(s.handler->ltp()));
       s.job = std::make_unique<JobRunner>(s.cfg, plan, 1, *s.tx, ShardRole{0, split ? 2u : 1u});
       s.handler->attach_job(s.job.get(), s.tx.get());
@@ -181,7 +181,7 @@ struct Testbed {
       EngineParams ep;
       s.engine = std::make_unique<Engine>(s.ports, pool, *s.lossy, ep);
       if (queues > 1 && split) {
-        s.handler1 = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false, PushParams{});
+        s.handler1 = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false);
         s.tx1 = std::make_unique<LtpTx>(s.ports, s.nbrs, s.routes, const_cast<LtpCounters&>(s.handler1->ltp()));
         s.job1 = std::make_unique<JobRunner>(s.cfg, plan, 1, *s.tx1, ShardRole{1, 2});
         s.handler1->attach_job(s.job1.get(), s.tx1.get());
@@ -198,7 +198,7 @@ struct Testbed {
         s.engine1 = std::make_unique<Engine>(s.ports, pool, *s.handler1, ep);
       } else if (queues > 1) {
         s.handoff = rte_ring_create(("h" + tag + std::to_string(i)).c_str(), 4096, SOCKET_ID_ANY, RING_F_SC_DEQ);
-        s.handler1 = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false, PushParams{});
+        s.handler1 = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false);
         s.handler->attach_handoff(s.handoff);
         s.handler1->attach_handoff(s.handoff);
         ep.queue = 1;

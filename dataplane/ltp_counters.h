@@ -1,0 +1,35 @@
+// Counters of the LTP side of one engine's packet path (the generic ones -- packets, bytes,
+// drops by reason -- are the engine's, counters.h). Relaxed atomics: the engine writes, the
+// control thread and telemetry read.
+#pragma once
+
+#include <array>
+
+#include "dataplane/counters.h"
+
+namespace sg::dp {
+
+struct LtpCounters {
+  Counter data_rx, data_rx_bytes, ack_rx, close_rx, control_rx, reject_rx;
+  Counter bad_version;   // LTP version we do not speak
+  Counter arp_requests_answered, arp_requests_sent, arp_learned;
+  Counter data_tx, data_tx_bytes;
+  Counter no_mbuf;       // pool empty when building a packet
+  Counter handoff_full;  // job packet for another engine dropped: that engine's ring was full
+  Counter handed_over;   // job packets passed to the engine owning their shard
+  Counter other_job;     // LTP for a job this gateway does not run
+  Counter control_full;  // CONTROL frame dropped: the control thread's ring was full
+  static constexpr size_t kPeersCounted = 64;
+  std::array<Counter, kPeersCounted> data_rx_from_site{};  // by peer index (first 64 peers), relayed included
+  // Multipath (path_id.h, spray.h).
+  Counter relayed_tx;        // DATA we sent through a relay site
+  Counter relayed_rx;        // DATA for us that came through a relay
+  Counter relay_forwarded, relay_forwarded_bytes;  // DATA we relayed for others, not aggregated
+  Counter relay_no_route;    // relayed DATA for a site we have no direct route to (or unresolved)
+  Counter relay_refused;     // relayed DATA that failed validation or came from no job site
+  Counter txq_full;          // DATA meant for another engine's TX queue sent on our own
+  static constexpr size_t kTxQueuesCounted = 8;  // queues beyond count in the last entry
+  std::array<Counter, kTxQueuesCounted> data_tx_queue{};  // DATA by TX queue it was dealt to
+};
+
+}  // namespace sg::dp

@@ -1,0 +1,155 @@
+// An LTP message that reached our UDP port. In order:
+//   admit_st    may it touch any state here? (a version we speak, our job; relayed DATA for
+//               another site leaves through relay.cpp before any job state is looked at)
+//   steer_st    the engine owning its shard takes it (sync::shard_engine; workers, CONTROL
+//               and REJECT belong to engine 0, the job's lead)
+//   count_rx    per-type counters, by the engine that handles it (never twice)
+//   deliver_st  CONTROL to the control thread; everything else to the job's state machines,
+//               read in place from the mbuf (chunks are added straight from the payload)
+#include <rte_mbuf.h>
+
+#include <algorithm>
+
+#include "dataplane/gateway_handler.h"
+#include "dataplane/job_runner.h"
+#include "dataplane/ltp_tx.h"
+#include "dataplane/path_id.h"
+#include "sync/local_group.h"
+#include "sync/shard_engine.h"
+
+namespace sg::dp {
+
+void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, size_t off, size_t len,
+                                   const Src& src, uint64_t now_tsc) {
+  LtpIn in;
+  in.msg = std::span<const uint8_t>(rte_pktmbuf_mtod(m, const uint8_t*) + off, len);
+  in.off = off;
+  in.src = src;
+  if (admit_st(io, m, in) == Verdict::kTaken) return;
+  if (steer_st(port_index, m, in) == Verdict::kTaken) return;
+  count_rx(in, io);
+  if (job_ && ctl_in_ && in.common.type == wire::MsgType::kControl) {
+    // Control-plane messages belong to the control thread: the frame moves there whole.
+    if (rte_ring_enqueue(ctl_in_, m) != 0) {
+      ltp_.control_full.add();
+      rte_pktmbuf_free(m);
+    }
+    return;
+  }
+  if (cfg_.impairment.rx_data_loss > 0 && in.common.type == wire::MsgType::kData &&
+      in.common.src_node < sync::kWorkerNodeBase && impair_rng_.chance(cfg_.impairment.rx_data_loss)) {
+    io.counters().drop(Drop::kImpairment);  // the WAN's loss, played by the receiver
+    rte_pktmbuf_free(m);
+    return;
+  }
+  deliver_st(io, port_index, in, now_tsc);
+  rte_pktmbuf_free(m);
+}
+
+GatewayHandler::Verdict GatewayHandler::admit_st(EngineIo& io, rte_mbuf* m, LtpIn& in) {
+  auto refuse = [&](Drop why) {
+    io.counters().drop(why);
+    rte_pktmbuf_free(m);
+    return Verdict::kTaken;
+  };
+  auto common = wire::parse_common(in.msg);
+  if (!common) return refuse(Drop::kBadLtp);
+  in.common = *common;
+  if (!wire::ltp_version_supported(in.common.version)) {
+    ltp_.bad_version.add();
+    return refuse(Drop::kBadLtp);
+  }
+  if (in.common.type == wire::MsgType::kData && in.msg.size() >= sizeof(wire::DataHeader)) {
+    const uint16_t pid = reinterpret_cast<const wire::DataHeader*>(in.msg.data())->path_id.load();
+    if (pathid::is_relayed(pid)) {
+      if (pathid::destination(pid) != cfg_.site.id) {
+        relay_st(io, m, in.off, in.msg.size(), pathid::destination(pid));
+        return Verdict::kTaken;
+      }
+      in.relayed_to_us = true;  // ours, via a relay: accepted as from src_node
+    }
+  }
+  if ((job_ || handoff_) && in.common.job != cfg_.job.id) {
+    ltp_.other_job.add();
+    return refuse(Drop::kLtpRefused);
+  }
+  return Verdict::kDeliver;
+}
+
+GatewayHandler::Verdict GatewayHandler::steer_st(uint16_t port_index, rte_mbuf* m, const LtpIn& in) {
+  if (!job_ && !handoff_) return Verdict::kDeliver;
+  rte_ring* to = nullptr;
+  if (!job_) {
+    to = handoff_;  // not the job's engine: engine 0 takes it
+  } else if (!owner_rings_.empty()) {
+    const unsigned owner = owner_of(in.common, in.msg);
+    if (owner != self_) to = owner_rings_[owner];
+  }
+  if (!to) return Verdict::kDeliver;
+  // The whole frame moves (the owner validates it again).
+  if (hand_over_st(to, port_index, m)) ltp_.handed_over.add();
+  return Verdict::kTaken;
+}
+
+bool GatewayHandler::hand_over_st(rte_ring* ring, uint16_t port_index, rte_mbuf* m) {
+  // The port it came in on rides in the hash field (the RSS hash is no longer needed).
+  m->hash.usr = port_index;
+  if (rte_ring_enqueue(ring, m) == 0) return true;
+  ltp_.handoff_full.add();
+  rte_pktmbuf_free(m);
+  return false;
+}
+
+void GatewayHandler::count_rx(const LtpIn& in, EngineIo& io) {
+  if (in.relayed_to_us) ltp_.relayed_rx.add();
+  switch (in.common.type) {
+    case wire::MsgType::kData: {
+      ltp_.data_rx.add();
+      ltp_.data_rx_bytes.add(in.msg.size() > sizeof(wire::DataHeader) ? in.msg.size() - sizeof(wire::DataHeader) : 0);
+      const int pi = peer_index_of_node(in.common.src_node);
+      if (pi >= 0 && static_cast<size_t>(pi) < ltp_.data_rx_from_site.size()) ltp_.data_rx_from_site[pi].add();
+      break;
+    }
+    case wire::MsgType::kAck: ltp_.ack_rx.add(); break;
+    case wire::MsgType::kClose: ltp_.close_rx.add(); break;
+    case wire::MsgType::kControl: ltp_.control_rx.add(); break;
+    case wire::MsgType::kReject: ltp_.reject_rx.add(); break;
+    default: io.counters().drop(Drop::kBadLtp); break;
+  }
+}
+
+void GatewayHandler::deliver_st(EngineIo& io, uint16_t port_index, const LtpIn& in, uint64_t now_tsc) {
+  if (!job_) {
+    if (in.common.type == wire::MsgType::kData && !wire::parse_data(in.msg)) io.counters().drop(Drop::kBadLtp);
+    return;
+  }
+  if (in.common.src_node >= sync::kWorkerNodeBase) {
+    // A local worker: remember where it is, so results go back the way pushes came.
+    WorkerAddr a;
+    a.valid = true;
+    a.ipv4 = in.src.ip;
+    a.udp_port = in.src.udp_port;
+    a.port_index = port_index;
+    std::copy(in.src.mac.begin(), in.src.mac.end(), a.mac.addr_bytes);
+    ltp_tx_->learn_worker_st(in.common.src_node, a);
+  }
+  ltp_tx_->bind_st(&io);
+  const Nanos now = now_ns(now_tsc);
+  if (in.common.type == wire::MsgType::kAck) ltp_tx_->on_ack_st(in.msg, now);
+  job_->on_packet_st(in.msg, now);
+}
+
+unsigned GatewayHandler::owner_of(const wire::CommonInfo& common, std::span<const uint8_t> msg) const {
+  if (common.src_node >= sync::kWorkerNodeBase) return 0;  // the site's workers: the lead
+  const auto shard = wire::peek_shard(msg);                 // DATA, ACK, CLOSE
+  if (!shard) return 0;                                     // CONTROL, REJECT, malformed
+  return sync::shard_engine(*shard, static_cast<uint32_t>(owner_rings_.size()));
+}
+
+int GatewayHandler::peer_index_of_node(uint16_t node) const {
+  for (size_t i = 0; i < cfg_.peers.size(); ++i)
+    if (cfg_.peers[i].id == node) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace sg::dp

@@ -1,0 +1,40 @@
+// Relayed DATA for another site (NetStorm multipath): the LTP bytes stay where they are in
+// the mbuf, new Ethernet/IPv4/UDP headers replace the old ones in front of them, and the frame
+// leaves on our direct route to the destination. No job state is touched; any engine may
+// relay. Only whole, valid DATA of our job from another job site is relayed, and only once (a
+// relay sends on a direct route, so a frame crosses at most one relay).
+#include <rte_mbuf.h>
+
+#include "dataplane/frame_build.h"
+#include "dataplane/gateway_handler.h"
+
+namespace sg::dp {
+
+void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst) {
+  std::span<const uint8_t> msg(rte_pktmbuf_mtod(m, const uint8_t*) + off, len);
+  auto refuse = [&](Counter& why, Drop drop) {
+    why.add();
+    io.counters().drop(drop);
+    rte_pktmbuf_free(m);
+  };
+  auto d = wire::parse_data(msg);
+  if (!d || d->f.job != cfg_.job.id || d->f.src_node == dst || d->f.src_node == cfg_.site.id ||
+      peer_index_of_node(d->f.src_node) < 0)
+    return refuse(ltp_.relay_refused, Drop::kLtpRefused);
+  const PeerRoute* r = first_direct_route(routes_, dst);
+  rte_ether_addr nh;
+  if (!r || !nbrs_.lookup(r->nh_slot, nh)) return refuse(ltp_.relay_no_route, Drop::kNoRoute);
+  const wire::UdpFrameSpec spec = udp_spec(ports_[r->port_index], nh, r->peer_ipv4, r->src_udp_port, r->peer_udp_port);
+  const size_t hr = wire::udp_frame_headroom(spec);
+  const size_t have = rte_pktmbuf_data_len(m);
+  if (have > off + len) rte_pktmbuf_trim(m, static_cast<uint16_t>(have - off - len));
+  const bool moved = off >= hr ? rte_pktmbuf_adj(m, static_cast<uint16_t>(off - hr)) != nullptr
+                               : rte_pktmbuf_prepend(m, static_cast<uint16_t>(hr - off)) != nullptr;
+  if (!moved || !wire::finish_udp_frame(std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*), hr + len), spec, len))
+    return refuse(ltp_.relay_refused, Drop::kLtpRefused);
+  ltp_.relay_forwarded.add();
+  ltp_.relay_forwarded_bytes.add(d->payload.size());
+  io.tx_st(r->port_index, m);
+}
+
+}  // namespace sg::dp
