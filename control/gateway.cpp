@@ -24,8 +24,7 @@ bool Gateway::start() {
   for (const auto& p : cfg_.ports) workers = std::max<unsigned>(workers, p.rx_queues);
   const unsigned lcores = rte_lcore_count();
   if (lcores < workers + 1) {
-    std::fprintf(stderr,
-                 "stormgate: %s needs %u worker lcores plus the main lcore (one per RX queue), the EAL has %u: "
+    SG_LOG(ERR, control, "%s needs %u worker lcores plus the main lcore (one per RX queue), the EAL has %u: "
                  "pass e.g. -l 0-%u\n",
                  cfg_.source.c_str(), workers, lcores, workers);
     return false;
@@ -43,7 +42,7 @@ bool Gateway::start() {
   if (cfg_.job.model_bytes) {
     std::string err;
     if (!dp::initial_plan(cfg_, plan_, err)) {
-      std::fprintf(stderr, "stormgate: %s: %s\n", cfg_.source.c_str(), err.c_str());
+      SG_LOG(ERR, control, "%s: %s\n", cfg_.source.c_str(), err.c_str());
       return false;
     }
     policy_version_ = 1;
@@ -69,7 +68,7 @@ bool Gateway::start() {
       rte_ring* samples = rte_ring_create_elem(("sg_samples" + std::to_string(q)).c_str(), sizeof(measure::ArrivalSample),
                                                16384, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
       if (!samples) {
-        std::fprintf(stderr, "stormgate: cannot create the measurement ring of engine %u\n", q);
+        SG_LOG(ERR, control, "cannot create the measurement ring of engine %u\n", q);
         return false;
       }
       samples_.push_back(samples);
@@ -77,7 +76,7 @@ bool Gateway::start() {
       if (workers > 1) {
         rte_ring* r = rte_ring_create(("sg_handoff" + std::to_string(q)).c_str(), 4096, rte_socket_id(), RING_F_SC_DEQ);
         if (!r) {
-          std::fprintf(stderr, "stormgate: cannot create the hand-off ring of engine %u\n", q);
+          SG_LOG(ERR, control, "cannot create the hand-off ring of engine %u\n", q);
           return false;
         }
         owner_rings.push_back(r);
@@ -95,7 +94,7 @@ bool Gateway::start() {
       for (unsigned q = 1; q < workers; ++q) {
         links_.push_back(std::make_unique<dp::EngineLink>("sg_link" + std::to_string(q), down, up));
         if (!links_.back()->ok()) {
-          std::fprintf(stderr, "stormgate: cannot create the rings between engine 0 and engine %u (raise -m)\n", q);
+          SG_LOG(ERR, control, "cannot create the rings between engine 0 and engine %u (raise -m)\n", q);
           return false;
         }
         jobs_[q]->attach_lead(links_.back().get(), job_);
@@ -111,7 +110,7 @@ bool Gateway::start() {
     ctl_in_ = rte_ring_create("sg_ctl_in", 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
     ctl_out_ = rte_ring_create("sg_ctl_out", 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
     if (!ctl_in_ || !ctl_out_) {
-      std::fprintf(stderr, "stormgate: cannot create the control rings\n");
+      SG_LOG(ERR, control, "cannot create the control rings\n");
       return false;
     }
     if (!cfg_.peers.empty()) {
@@ -129,7 +128,7 @@ bool Gateway::start() {
     if (w == workers) break;
     launch_[w] = dp::Engine::LaunchArgs{engines_[w].get(), &engines_stop_};
     if (rte_eal_remote_launch(dp::Engine::launch, &launch_[w], lcore) != 0) {
-      std::fprintf(stderr, "stormgate: cannot launch engine %u on lcore %u\n", w, lcore);
+      SG_LOG(ERR, control, "cannot launch engine %u on lcore %u\n", w, lcore);
       engines_stop_.store(true);
       rte_eal_mp_wait_lcore();
       return false;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "dataplane/job_runner.h"
+#include "dataplane/log.h"
 #include "dataplane/mbuf_ring.h"
 #include "policy/messages.h"
 #include "topology/fapt.h"
@@ -166,13 +167,15 @@ void PolicyAgent::approve_rounds(uint32_t completed) {
       topo::Plan plan;
       if (topo::decode(rec->plan, plan) != topo::PlanError::kOk) break;
       auto snap = std::make_unique<dp::PolicySnapshot>();
-      snap->version = static_cast<uint32_t>(rec->version + 1);  // the dataplane counts from 1
+      const uint32_t snap_version = static_cast<uint32_t>(rec->version + 1);  // the dataplane counts from 1
+      snap->version = snap_version;
       snap->from_round = r;
       snap->plan = plan;
       slot_.publish(std::move(snap));
       published_version_ = rec->version;
       current_ = std::move(plan);
       stats_.switches.fetch_add(1, std::memory_order_relaxed);
+      SG_LOG(INFO, control, "policy version %u agreed, in force from round %u\n", snap_version, r);
     }
     approved_.store(r, std::memory_order_release);
   }
@@ -237,6 +240,8 @@ void PolicyAgent::maybe_replan(Nanos now) {
   std::vector<uint8_t> bytes;
   if (topo::encode(cand, bytes) != topo::PlanError::kOk) return;
   if (gw_->propose(std::move(bytes), now)) {
+    SG_LOG(INFO, control, "proposing a new policy: %zu shards, modelled gain %.2f, %zu compressed links\n",
+           cand.shards.size(), gain, cand.codecs.size());
     stats_.proposals.fetch_add(1, std::memory_order_relaxed);
     last_switch_ = now;
   }

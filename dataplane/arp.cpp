@@ -8,6 +8,7 @@
 
 #include "dataplane/frame_build.h"
 #include "dataplane/gateway_handler.h"
+#include "dataplane/log.h"
 #include "wire/arp.h"
 
 namespace sg::dp {
@@ -38,7 +39,13 @@ void GatewayHandler::handle_arp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
       return;
     }
   }
-  if (arp_owner_ && nbrs_.learn_st(arp->spa, port_index, to_rte(arp->sha), now_tsc)) ltp_.arp_learned.add();
+  if (arp_owner_ && nbrs_.learn_st(arp->spa, port_index, to_rte(arp->sha), now_tsc)) {
+    ltp_.arp_learned.add();
+    // Rare (a neighbour per refresh interval): worth a line at debug level.
+    SG_LOG(DEBUG, dataplane, "ARP: %u.%u.%u.%u is at %02x:%02x:%02x:%02x:%02x:%02x (port '%s')\n", arp->spa >> 24,
+           (arp->spa >> 16) & 0xff, (arp->spa >> 8) & 0xff, arp->spa & 0xff, arp->sha[0], arp->sha[1], arp->sha[2],
+           arp->sha[3], arp->sha[4], arp->sha[5], port.name.c_str());
+  }
   if (arp->op != wire::kArpRequest) {
     rte_pktmbuf_free(m);
     return;

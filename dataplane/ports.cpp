@@ -1,5 +1,7 @@
 #include "dataplane/ports.h"
 
+#include "dataplane/log.h"
+
 #include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_errno.h>
@@ -32,12 +34,12 @@ bool probe(const config::PortConfig& pc, uint16_t& port_id) {
   // rte_dev_probe finds the bus (vdev or PCI) from the device string itself.
   const int rc = rte_dev_probe(pc.device_string().c_str());
   if (rc < 0) {
-    std::fprintf(stderr, "stormgate: port '%s': cannot probe device '%s': %s\n", pc.name.c_str(),
+    SG_LOG(ERR, dataplane, "port '%s': cannot probe device '%s': %s\n", pc.name.c_str(),
                  pc.device_string().c_str(), rte_strerror(-rc));
     return false;
   }
   if (rte_eth_dev_get_port_by_name(name.c_str(), &port_id) != 0) {
-    std::fprintf(stderr, "stormgate: port '%s': device '%s' probed but no ethdev port appeared\n",
+    SG_LOG(ERR, dataplane, "port '%s': device '%s' probed but no ethdev port appeared\n",
                  pc.name.c_str(), name.c_str());
     return false;
   }
@@ -70,7 +72,7 @@ rte_mempool* create_pool(const std::string& name, uint32_t mbufs, uint16_t cache
   rte_mempool* mp = rte_pktmbuf_pool_create(name.c_str(), mbufs, std::min<uint32_t>(cache, RTE_MEMPOOL_CACHE_MAX_SIZE),
                                             0, data_room, rte_socket_id());
   if (!mp)
-    std::fprintf(stderr, "stormgate: cannot create mbuf pool of %u mbufs: %s (raise -m or lower dataplane.mbufs)\n",
+    SG_LOG(ERR, dataplane, "cannot create mbuf pool of %u mbufs: %s (raise -m or lower dataplane.mbufs)\n",
                  mbufs, rte_strerror(rte_errno));
   return mp;
 }
@@ -84,14 +86,13 @@ bool setup_ports(const config::GatewayConfig& cfg, unsigned workers, rte_mempool
     if (!probe(pc, p.id)) return false;
     rte_eth_dev_info info{};
     if (int rc = rte_eth_dev_info_get(p.id, &info); rc != 0) {
-      std::fprintf(stderr, "stormgate: port '%s': no device info: %s\n", pc.name.c_str(), rte_strerror(-rc));
+      SG_LOG(ERR, dataplane, "port '%s': no device info: %s\n", pc.name.c_str(), rte_strerror(-rc));
       return false;
     }
     p.rx_queues = pc.rx_queues;
     p.tx_queues = std::max<uint16_t>(pc.tx_queues, static_cast<uint16_t>(workers));
     if (pc.rx_queues > info.max_rx_queues || p.tx_queues > info.max_tx_queues) {
-      std::fprintf(stderr,
-                   "stormgate: port '%s': device offers %u RX / %u TX queues, config needs %u / %u "
+      SG_LOG(ERR, dataplane, "port '%s': device offers %u RX / %u TX queues, config needs %u / %u "
                    "(one TX queue per worker)\n",
                    pc.name.c_str(), info.max_rx_queues, info.max_tx_queues, p.rx_queues, p.tx_queues);
       return false;
@@ -111,14 +112,14 @@ bool setup_ports(const config::GatewayConfig& cfg, unsigned workers, rte_mempool
     conf.rxmode.offloads = info.rx_offload_capa & want_rx;
     p.rx_cksum_offload = (conf.rxmode.offloads & want_rx) == want_rx;
     if (int rc = rte_eth_dev_configure(p.id, p.rx_queues, p.tx_queues, &conf); rc != 0) {
-      std::fprintf(stderr, "stormgate: port '%s': configure failed: %s\n", pc.name.c_str(), rte_strerror(-rc));
+      SG_LOG(ERR, dataplane, "port '%s': configure failed: %s\n", pc.name.c_str(), rte_strerror(-rc));
       return false;
     }
     // Virtual devices may refuse MTU changes; that is fine when they already carry our frames
     // (net_af_packet / net_af_xdp: the kernel interface's MTU and the PMD's framesz decide).
     if (pc.mtu != 1500) {
       if (int rc = rte_eth_dev_set_mtu(p.id, pc.mtu); rc != 0) {
-        std::fprintf(stderr, "stormgate: port '%s': cannot set mtu %u: %s%s\n", pc.name.c_str(), pc.mtu,
+        SG_LOG(WARNING, dataplane, "port '%s': cannot set mtu %u: %s%s\n", pc.name.c_str(), pc.mtu,
                      rte_strerror(-rc), pc.vdev.empty() ? "" : " (virtual device: using its own; it must carry such frames)");
         if (pc.vdev.empty()) return false;
       }
@@ -128,7 +129,7 @@ bool setup_ports(const config::GatewayConfig& cfg, unsigned workers, rte_mempool
     const int socket = rte_eth_dev_socket_id(p.id);
     for (uint16_t q = 0; q < p.rx_queues; ++q) {
       if (int rc = rte_eth_rx_queue_setup(p.id, q, rxd, socket < 0 ? SOCKET_ID_ANY : socket, nullptr, pool); rc) {
-        std::fprintf(stderr, "stormgate: port '%s': RX queue %u setup failed: %s\n", pc.name.c_str(), q,
+        SG_LOG(ERR, dataplane, "port '%s': RX queue %u setup failed: %s\n", pc.name.c_str(), q,
                      rte_strerror(-rc));
         return false;
       }
@@ -137,7 +138,7 @@ bool setup_ports(const config::GatewayConfig& cfg, unsigned workers, rte_mempool
       rte_eth_txconf txc = info.default_txconf;
       txc.offloads = conf.txmode.offloads;
       if (int rc = rte_eth_tx_queue_setup(p.id, q, txd, socket < 0 ? SOCKET_ID_ANY : socket, &txc); rc) {
-        std::fprintf(stderr, "stormgate: port '%s': TX queue %u setup failed: %s\n", pc.name.c_str(), q,
+        SG_LOG(ERR, dataplane, "port '%s': TX queue %u setup failed: %s\n", pc.name.c_str(), q,
                      rte_strerror(-rc));
         return false;
       }
@@ -164,11 +165,16 @@ bool setup_ports(const config::GatewayConfig& cfg, unsigned workers, rte_mempool
       rc = rte_eth_dev_start(p.id);
     }
     if (rc != 0) {
-      std::fprintf(stderr, "stormgate: port '%s': start failed after 10 s of retries: %s\n", pc.name.c_str(),
+      SG_LOG(ERR, dataplane, "port '%s': start failed after 10 s of retries: %s\n", pc.name.c_str(),
                    rte_strerror(-rc));
       return false;
     }
     rte_eth_promiscuous_enable(p.id);  // virtual devices and fixed MACs: we filter by address ourselves
+    SG_LOG(DEBUG, dataplane,
+           "port '%s' (%s): started, %u RX / %u TX queues of %u / %u descriptors; checksum offload: TX IPv4 %s, "
+           "TX UDP %s, RX %s\n",
+           pc.name.c_str(), pc.device_string().c_str(), p.rx_queues, p.tx_queues, rxd, txd,
+           p.tx_ip_cksum_offload ? "on" : "off", p.tx_udp_cksum_offload ? "on" : "off", p.rx_cksum_offload ? "on" : "off");
     out.push_back(p);
   }
   return true;
