@@ -4,6 +4,7 @@
 #pragma once
 
 #include <rte_ether.h>
+#include <rte_mbuf.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -42,8 +43,13 @@ inline rte_ether_addr to_rte(const wire::MacAddr& m) {
 wire::EthSpec eth_spec(const Port& port, const wire::MacAddr& dst, uint16_t ethertype);
 
 // Ethernet/IPv4/UDP spec of a frame out of `port` to next hop `nh`, addressed to
-// dst_ip:dst_port from the port's address and src_port (UDP checksum on).
+// dst_ip:dst_port from the port's address and src_port. Checksums: left to the NIC where the
+// port offers TX checksum offload (Port::tx_*_cksum_offload), computed in software otherwise.
 wire::UdpFrameSpec udp_spec(const Port& port, const rte_ether_addr& nh, uint32_t dst_ip, uint16_t src_port,
                             uint16_t dst_port);
+
+// After finish_udp_frame: tells the NIC which checksums of `m` (built from `spec`) it must
+// fill in, by the mbuf's offload flags and header lengths. Nothing when spec offloads none.
+void set_tx_offloads(rte_mbuf* m, const wire::UdpFrameSpec& spec);
 
 }  // namespace sg::dp

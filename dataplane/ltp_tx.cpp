@@ -124,6 +124,7 @@ void LtpTx::send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::sp
     c_.no_mbuf.add();
     return;
   }
+  set_tx_offloads(m, spec);
   if (!data) {
     io_->tx_st(r->port_index, m);
     return;

@@ -32,6 +32,9 @@ void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len,
                                : rte_pktmbuf_prepend(m, static_cast<uint16_t>(hr - off)) != nullptr;
   if (!moved || !wire::finish_udp_frame(std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*), hr + len), spec, len))
     return refuse(ltp_.relay_refused, Drop::kLtpRefused);
+  // The received mbuf may carry RX offload flags: only what this frame needs goes out.
+  m->ol_flags = 0;
+  set_tx_offloads(m, spec);
   ltp_.relay_forwarded.add();
   ltp_.relay_forwarded_bytes.add(d->payload.size());
   io.tx_st(r->port_index, m);

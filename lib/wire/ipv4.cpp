@@ -46,7 +46,7 @@ Result<size_t> build_ipv4(std::span<uint8_t> out, const Ipv4Spec& spec, uint16_t
   h->checksum.store(0);
   h->src.store(spec.src);
   h->dst.store(spec.dst);
-  h->checksum.store(ipv4_header_checksum(out.first(sizeof(Ipv4Header))));
+  if (spec.checksum) h->checksum.store(ipv4_header_checksum(out.first(sizeof(Ipv4Header))));
   return sizeof(Ipv4Header);
 }
 

@@ -58,6 +58,7 @@ struct Ipv4Spec {
   uint8_t tos = 0;
   uint16_t id = 0;
   bool dont_fragment = true;
+  bool checksum = true;  // false: left zero for the NIC's checksum offload
 };
 
 // Writes a 20-byte header (no options) with checksum for `payload_len` bytes of payload.

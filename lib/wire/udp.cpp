@@ -5,15 +5,21 @@
 
 namespace sg::wire {
 
+namespace {
+
+uint64_t pseudo_header_acc(uint32_t src_ip, uint32_t dst_ip, size_t udp_len) {
+  return uint64_t{src_ip >> 16} + (src_ip & 0xffff) + (dst_ip >> 16) + (dst_ip & 0xffff) + kIpProtoUdp + udp_len;
+}
+
+}  // namespace
+
 uint16_t udp_checksum(uint32_t src_ip, uint32_t dst_ip, std::span<const uint8_t> segment) {
-  uint64_t acc = 0;
-  acc += src_ip >> 16;
-  acc += src_ip & 0xffff;
-  acc += dst_ip >> 16;
-  acc += dst_ip & 0xffff;
-  acc += kIpProtoUdp;
-  acc += segment.size();
-  return csum_finish(csum_add(segment, acc));
+  return csum_finish(csum_add(segment, pseudo_header_acc(src_ip, dst_ip, segment.size())));
+}
+
+uint16_t udp_pseudo_header_sum(uint32_t src_ip, uint32_t dst_ip, uint16_t udp_len) {
+  // csum_finish complements; undo it to keep the plain folded sum.
+  return static_cast<uint16_t>(~csum_finish(pseudo_header_acc(src_ip, dst_ip, udp_len)));
 }
 
 Result<UdpInfo> parse_udp(std::span<const uint8_t> segment, uint32_t src_ip, uint32_t dst_ip,
@@ -46,9 +52,14 @@ Result<size_t> build_udp(std::span<uint8_t> out, const UdpSpec& spec, uint32_t s
   h->dst_port.store(spec.dst_port);
   h->length.store(static_cast<uint16_t>(len));
   h->checksum.store(0);
-  if (spec.checksum) {
-    uint16_t c = udp_checksum(src_ip, dst_ip, out.first(len));
-    h->checksum.store(c == 0 ? 0xffff : c);
+  switch (spec.checksum) {
+    case L4Checksum::kSoftware: {
+      const uint16_t c = udp_checksum(src_ip, dst_ip, out.first(len));
+      h->checksum.store(c == 0 ? 0xffff : c);
+      break;
+    }
+    case L4Checksum::kOffload: h->checksum.store(udp_pseudo_header_sum(src_ip, dst_ip, static_cast<uint16_t>(len))); break;
+    case L4Checksum::kNone: break;
   }
   return len;
 }

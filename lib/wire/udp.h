@@ -36,11 +36,22 @@ uint16_t udp_checksum(uint32_t src_ip, uint32_t dst_ip, std::span<const uint8_t>
 Result<UdpInfo> parse_udp(std::span<const uint8_t> segment, uint32_t src_ip, uint32_t dst_ip,
                           bool verify_checksum = true);
 
+// Who computes the UDP checksum of a frame we build.
+enum class L4Checksum : uint8_t {
+  kSoftware,  // computed here over the whole segment
+  kOffload,   // the NIC computes it: the field holds the pseudo-header sum it starts from
+  kNone,      // zero: no checksum (allowed on IPv4)
+};
+
 struct UdpSpec {
   uint16_t src_port = 0;
   uint16_t dst_port = 0;
-  bool checksum = true;  // false -> send zero (allowed on IPv4)
+  L4Checksum checksum = L4Checksum::kSoftware;
 };
+
+// The pseudo-header part of a UDP checksum (addresses, protocol, length), folded to 16 bits
+// and not complemented: what a NIC's checksum offload expects in the field.
+uint16_t udp_pseudo_header_sum(uint32_t src_ip, uint32_t dst_ip, uint16_t udp_len);
 
 // The payload must already be in place at out[8 .. 8+payload_len): writes the header and
 // checksum around it without moving it.

@@ -45,7 +45,7 @@ wire::UdpFrameSpec frame_spec() {
   s.eth.src = {0x02, 0, 0, 0, 0, 0x01};
   s.ip.src = 0x0a000001;
   s.ip.dst = 0x0a000002;
-  s.udp = wire::UdpSpec{7401, kLtpPort, false};  // zero UDP checksum: the generator stays fast
+  s.udp = wire::UdpSpec{7401, kLtpPort, wire::L4Checksum::kNone};  // zero UDP checksum: the generator stays fast
   return s;
 }
 
@@ -105,7 +105,7 @@ class SinkHandler final : public dp::PacketHandler, ltp::ReceiverSink, ltp::Pack
     wire::UdpFrameSpec s = frame_spec();
     std::swap(s.eth.dst, s.eth.src);
     std::swap(s.ip.src, s.ip.dst);
-    s.udp = wire::UdpSpec{kLtpPort, 7401, true};
+    s.udp = wire::UdpSpec{kLtpPort, 7401, wire::L4Checksum::kSoftware};
     const size_t hr = wire::udp_frame_headroom(s);
     const size_t len = head.size() + payload.size() + meta.trailer_len;
     auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(hr + len)));

@@ -498,7 +498,7 @@ TEST(GatewayRounds, HostileFramesAreCountedDropsNotCrashes) {
         std::copy(s.ports[0].mac.addr_bytes, s.ports[0].mac.addr_bytes + 6, spec.eth.dst.begin());
         spec.ip.src = 0x0a000002;
         spec.ip.dst = s.ports[0].ipv4;
-        spec.udp = wire::UdpSpec{7401, 7400, true};
+        spec.udp = wire::UdpSpec{7401, 7400, wire::L4Checksum::kSoftware};
         const size_t hr = wire::udp_frame_headroom(spec);
         wire::DataFields f;
         f.src_node = 2;

@@ -161,7 +161,7 @@ TEST(Ipv4, FragmentsAreFlagged) {
 TEST(Udp, ChecksumCoversPseudoHeaderAndPayload) {
   std::vector<uint8_t> seg(8 + 5, 0);
   std::memcpy(seg.data() + 8, "hello", 5);
-  ASSERT_EQ(*build_udp(seg, {1000, 2000, true}, kIpA, kIpB, 5), 13u);
+  ASSERT_EQ(*build_udp(seg, {1000, 2000, L4Checksum::kSoftware}, kIpA, kIpB, 5), 13u);
   auto p = parse_udp(seg, kIpA, kIpB);
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->checksum_present);
@@ -174,7 +174,7 @@ TEST(Udp, ChecksumCoversPseudoHeaderAndPayload) {
 
 TEST(Udp, ZeroChecksumMeansNone) {
   std::vector<uint8_t> seg(8 + 4, 7);
-  ASSERT_TRUE(build_udp(seg, {1, 2, false}, kIpA, kIpB, 4).ok());
+  ASSERT_TRUE(build_udp(seg, {1, 2, L4Checksum::kNone}, kIpA, kIpB, 4).ok());
   EXPECT_EQ(seg[6], 0);
   EXPECT_EQ(seg[7], 0);
   auto p = parse_udp(seg, 0, 0);
@@ -182,9 +182,39 @@ TEST(Udp, ZeroChecksumMeansNone) {
   EXPECT_FALSE(p->checksum_present);
 }
 
+TEST(Udp, OffloadLeavesWhatTheNicCompletes) {
+  // Offload: the field holds the pseudo-header sum; a NIC adds the segment's one's-complement
+  // sum and stores the complement. Done here by hand, it must equal the software checksum.
+  std::vector<uint8_t> soft(8 + 7, 0), off(8 + 7, 0);
+  std::memcpy(soft.data() + 8, "gradien", 7);
+  std::memcpy(off.data() + 8, "gradien", 7);
+  ASSERT_TRUE(build_udp(soft, {1000, 2000, L4Checksum::kSoftware}, kIpA, kIpB, 7).ok());
+  ASSERT_TRUE(build_udp(off, {1000, 2000, L4Checksum::kOffload}, kIpA, kIpB, 7).ok());
+  EXPECT_EQ((off[6] << 8 | off[7]), udp_pseudo_header_sum(kIpA, kIpB, 15));
+  EXPECT_EQ(parse_udp(off, kIpA, kIpB).error(), WireError::kBadChecksum) << "not a valid checksum until the NIC runs";
+  const uint16_t nic = csum_finish(csum_add(off));  // the field already carries the pseudo-header
+  off[6] = static_cast<uint8_t>(nic >> 8);
+  off[7] = static_cast<uint8_t>(nic);
+  EXPECT_EQ(off, soft);
+  EXPECT_TRUE(parse_udp(off, kIpA, kIpB).ok());
+}
+
+TEST(Ipv4, OffloadLeavesTheChecksumZero) {
+  std::vector<uint8_t> b(20);
+  Ipv4Spec s;
+  s.src = kIpA;
+  s.dst = kIpB;
+  s.checksum = false;
+  ASSERT_TRUE(build_ipv4(b, s, 0).ok());
+  EXPECT_EQ(b[10], 0);
+  EXPECT_EQ(b[11], 0);
+  EXPECT_EQ(parse_ipv4(b).error(), WireError::kBadChecksum);
+  EXPECT_TRUE(parse_ipv4(b, false).ok()) << "what the receiver does when its NIC verified the header";
+}
+
 TEST(Udp, LengthFieldLies) {
   std::vector<uint8_t> seg(8 + 4, 0);
-  ASSERT_TRUE(build_udp(seg, {1, 2, false}, kIpA, kIpB, 4).ok());
+  ASSERT_TRUE(build_udp(seg, {1, 2, L4Checksum::kNone}, kIpA, kIpB, 4).ok());
   seg[5] = 13;  // longer than the segment
   EXPECT_EQ(parse_udp(seg, kIpA, kIpB).error(), WireError::kTruncated);
   seg[5] = 7;  // shorter than the header
