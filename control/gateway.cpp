@@ -103,9 +103,6 @@ bool Gateway::start() {
       }
       job_->attach_followers(std::move(links), std::move(followers));
     }
-    measure::EstimatorConfig ec;
-    ec.sites = static_cast<int>(dp::job_sites(cfg_).size());
-    estimator_ = std::make_unique<measure::LinkEstimator>(ec);
     // CONTROL frames between engine 0 and the policy agent on this (main) lcore.
     ctl_in_ = rte_ring_create("sg_ctl_in", 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
     ctl_out_ = rte_ring_create("sg_ctl_out", 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -114,8 +111,8 @@ bool Gateway::start() {
       return false;
     }
     if (!cfg_.peers.empty()) {
-      agent_ = std::make_unique<PolicyAgent>(cfg_, dp::job_sites(cfg_), plan_, pool_, ports_, nbrs_, routes_, ctl_in_,
-                                             ctl_out_, *policy_slot_);
+      agent_ = std::make_unique<PolicyAgent>(cfg_, plan_, pool_, ports_, nbrs_, routes_, ctl_in_, ctl_out_,
+                                             *policy_slot_);
       handlers_[0]->attach_control(ctl_in_, ctl_out_);
       job_->set_gate(&agent_->approved_through());  // the lead begins every round
     }
@@ -210,20 +207,37 @@ void Gateway::print_line(const Totals& now, const Totals& before, double seconds
   std::fflush(stdout);
 }
 
+std::vector<uint64_t> Gateway::bytes_sent_to(uint64_t& total) const {
+  const auto sites = dp::job_sites(cfg_);
+  std::vector<uint64_t> out(sites.size(), 0);
+  total = 0;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    if (sites[i] == cfg_.site.id) continue;
+    for (const auto& tx : ltp_txs_) {
+      const dp::Sprayer& sp = tx->sprayer();
+      for (unsigned s = 0; s < sp.slots(sites[i]); ++s)
+        if (const auto* c = sp.counters(sites[i], s)) out[i] += c->bytes.get();
+    }
+    total += out[i];
+  }
+  return out;
+}
+
 void Gateway::drain_samples() {
-  if (samples_.empty() || !estimator_) return;
+  if (samples_.empty()) return;
   measure::ArrivalSample buf[256];
   unsigned n;
   for (rte_ring* r : samples_)
     while ((n = rte_ring_dequeue_burst_elem(r, buf, sizeof(buf[0]), 256, nullptr)) > 0)
-      for (unsigned i = 0; i < n; ++i) estimator_->on_arrival(buf[i]);
+      if (agent_)
+        for (unsigned i = 0; i < n; ++i) agent_->estimator().on_arrival(buf[i]);
+  if (!agent_) return;  // a job without peers: nothing to measure for
+  measure::LinkEstimator& est = agent_->estimator();
   const Nanos now = handlers_.empty() ? 0 : handlers_[0]->now_ns(rte_rdtsc());
-  // One estimator window per round: close them as rounds complete.
-  const uint64_t rounds = job_->counters().rounds.get();
-  if (rounds != rounds_seen_) {
-    rounds_seen_ = rounds;
-    estimator_->end_round(now);
-  }
+  uint64_t total = 0;
+  const std::vector<uint64_t> sent = bytes_sent_to(total);
+  agent_->tick(now, static_cast<uint32_t>(job_->counters().last_round.load()), sent, total);
+  const uint32_t v = static_cast<uint32_t>(agent_->active_version() + 1);
   const auto sites = dp::job_sites(cfg_);
   int self = 0;
   for (size_t i = 0; i < sites.size(); ++i)
@@ -231,27 +245,22 @@ void Gateway::drain_samples() {
   std::vector<LinkView> views;
   for (size_t i = 0; i < sites.size(); ++i) {
     if (static_cast<int>(i) == self) continue;
-    const auto sum = estimator_->summary(static_cast<uint16_t>(i), static_cast<uint16_t>(self), now);
-    LinkView v;
-    v.peer_id = sites[i];
-    v.mbit_s = sum.bytes_per_s * 8 / 1e6;
-    v.rtt_ms = sum.rtt_smoothed >= 0 ? sum.rtt_smoothed / 1e6 : -1;
-    v.loss = sum.loss_rate;
-    v.windows = sum.windows;
-    v.changes = sum.changes;
-    views.push_back(v);
-  }
-  if (agent_) {
-    agent_->tick(now, static_cast<uint32_t>(job_->counters().last_round.load()), *estimator_);
-    const uint32_t v = static_cast<uint32_t>(agent_->active_version() + 1);
-    if (v != policy_version()) {
-      std::lock_guard lk(view_mu_);
-      plan_ = agent_->current_plan();
-      policy_version_ = v;
-    }
+    const auto sum = est.summary(static_cast<uint16_t>(i), static_cast<uint16_t>(self), now);
+    LinkView lv;
+    lv.peer_id = sites[i];
+    lv.mbit_s = sum.bytes_per_s * 8 / 1e6;
+    lv.rtt_ms = sum.rtt_smoothed >= 0 ? sum.rtt_smoothed / 1e6 : -1;
+    lv.loss = sum.loss_rate;
+    lv.windows = sum.windows;
+    lv.changes = sum.changes;
+    views.push_back(lv);
   }
   policy_slot_->reclaim();
   std::lock_guard lk(view_mu_);
+  if (v != policy_version_) {
+    plan_ = agent_->current_plan();
+    policy_version_ = v;
+  }
   link_views_ = std::move(views);
 }
 

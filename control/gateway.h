@@ -98,13 +98,13 @@ class Gateway {
   std::vector<rte_ring*> handoff_rings_;  // per engine: job frames for its shards (MP/SC)
   // Control thread state.
   void drain_samples();
+  // Job bytes sent to each site so far (plan order; DATA over every path), and their sum.
+  std::vector<uint64_t> bytes_sent_to(uint64_t& total) const;
   std::unique_ptr<dp::PolicySlot> policy_slot_;
   std::unique_ptr<PolicyAgent> agent_;
   rte_ring* ctl_in_ = nullptr;
   rte_ring* ctl_out_ = nullptr;
   std::vector<rte_ring*> samples_;  // per engine
-  std::unique_ptr<measure::LinkEstimator> estimator_;
-  uint64_t rounds_seen_ = 0;
   mutable std::mutex view_mu_;  // control thread writes, telemetry thread reads
   std::vector<LinkView> link_views_;
   std::vector<std::unique_ptr<dp::Engine>> engines_;

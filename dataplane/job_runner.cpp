@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "controller/controller.h"
 #include "dataplane/path_id.h"
 #include "topology/baselines.h"
 #include "wire/ltp_codec.h"
@@ -21,67 +22,10 @@ inline float synthetic(int i, uint32_t r, size_t k) {
 
 }  // namespace
 
-std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg) {
-  std::vector<uint16_t> s{cfg.site.id};
-  for (const auto& p : cfg.peers) s.push_back(p.id);
-  std::sort(s.begin(), s.end());
-  return s;
-}
-
-void spread_shards(topo::Plan& plan, uint32_t count, uint32_t chunk_bytes) {
-  const uint64_t unit = std::max<uint64_t>(chunk_bytes / 4 * 4, 4);
-  while (plan.shards.size() < count) {
-    size_t big = 0;
-    for (size_t s = 1; s < plan.shards.size(); ++s)
-      if (plan.shards[s].bytes() > plan.shards[big].bytes()) big = s;
-    if (plan.shards.empty() || plan.shards[big].bytes() < 2 * unit) return;
-    topo::ShardTree half = plan.shards[big];
-    const uint64_t cut = plan.shards[big].byte_begin + plan.shards[big].bytes() / 2 / unit * unit;
-    plan.shards[big].byte_end = cut;
-    half.byte_begin = cut;
-    plan.shards.insert(plan.shards.begin() + static_cast<std::ptrdiff_t>(big) + 1, std::move(half));
-  }
-}
-
-std::vector<double> site_uplinks(const config::GatewayConfig& cfg) {
-  const auto sites = job_sites(cfg);
-  std::vector<double> up(sites.size(), 0.0);
-  for (size_t i = 0; i < sites.size(); ++i) {
-    double mbit = sites[i] == cfg.site.id ? cfg.site.uplink_mbit : 0.0;
-    if (const auto* p = cfg.find_peer(sites[i])) mbit = p->uplink_mbit;
-    up[i] = mbit * 1e6 / 8;
-  }
-  return up;
-}
-
 bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error) {
-  const int n = static_cast<int>(job_sites(cfg).size());
-  // Before any measurement every link looks the same: 1 Gbit/s, 10 ms, 5 GB/s aggregation;
-  // the sites' uplinks are what the configs say.
-  topo::Network net = topo::Network::uniform(n, 125e6, 0.010, 5e9);
-  net.set_uplinks(site_uplinks(cfg));
-  topo::PlannerOptions opt;
-  opt.max_shards = cfg.topology.shards;
-  opt.chunk_bytes = cfg.transport.chunk_bytes;
-  opt.multipath = cfg.topology.multipath;
-  switch (cfg.topology.planner) {
-    case config::Planner::kFapt: plan = topo::plan_fapt(net, cfg.job.model_bytes, opt); break;
-    case config::Planner::kStar: plan = topo::star_plan(net, cfg.job.model_bytes, cfg.transport.chunk_bytes); break;
-    case config::Planner::kBlindTree: plan = topo::blind_tree_plan(net, cfg.job.model_bytes, cfg.topology.shards); break;
-    case config::Planner::kRing:
-      error = "topology.planner 'ring' is a simulator baseline (not a tree); the gateway runs fapt, star or blind_tree";
-      return false;
-  }
-  if (!cfg.topology.multipath) plan.splits.clear();
-  spread_shards(plan, cfg.topology.shards, cfg.transport.chunk_bytes);
-  // "always" compresses every tree link from the first round; "adaptive" starts at full
-  // precision and lets the coordinator's measurements decide (control/link_codecs).
-  if (cfg.compression.mode == config::CompressionMode::kAlways) topo::set_tree_codecs(plan, cfg.compression.codec);
-  if (topo::validate(plan) != topo::PlanError::kOk) {
-    error = std::string("planner produced an invalid plan: ") + std::string(topo::plan_error_name(topo::validate(plan)));
-    return false;
-  }
-  return true;
+  // The controller's first plan: every gateway computes the same from the same configs.
+  plan = controller::Controller(controller::controller_config(cfg)).initial_plan(&error);
+  return !plan.shards.empty();
 }
 
 JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx,

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "controller/controller.h"
 #include "dataplane/counters.h"
 #include "dataplane/engine_link.h"
 #include "dataplane/ltp_tx.h"
@@ -42,22 +43,13 @@ struct RoundCounters {
   std::atomic<uint64_t> last_round{0}, last_round_ns{0}, policy_version{0}, switch_round{0};
 };
 
-// The sites of the job in plan order (sorted site ids) and this site's index among them.
-std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg);
-
-// Splits the largest shards of `plan` (same tree, halves of its byte range, cut at a chunk
-// boundary) until it has `count` shards or none can be cut, so that up to `count` engines per
-// gateway share a round even when the planner needed fewer trees. A pure function of the plan
-// and the job-wide topology.shards and chunk size, so every gateway computes the same.
-void spread_shards(topo::Plan& plan, uint32_t count, uint32_t chunk_bytes);
-
-// Every job site's uplink in plan order (bytes/s; 0: not known), from site.uplink_mbit and
-// peers[].uplink_mbit, for topo::Network::set_uplinks.
-std::vector<double> site_uplinks(const config::GatewayConfig& cfg);
+using controller::job_sites;
+using controller::site_uplinks;
+using controller::spread_shards;
 
 // The first policy: every gateway computes it from the same inputs (the site list, a
-// bandwidth-blind network, the configured planner), so all start with the same plan and
-// version 1 without talking. Returns false with a message if the planner cannot serve.
+// bandwidth-blind network, the configured planner: lib/controller), so all start with the
+// same plan and version 1 without talking. False with a message if the planner cannot serve.
 bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error);
 
 struct ShardRole {

@@ -10,7 +10,7 @@
 namespace sg::dp {
 
 struct LtpCounters {
-  Counter data_rx, data_rx_bytes, ack_rx, close_rx, control_rx, reject_rx;
+  Counter data_rx, data_rx_bytes, ack_rx, close_rx, control_rx, reject_rx, probe_rx;
   Counter bad_version;   // LTP version we do not speak
   Counter arp_requests_answered, arp_requests_sent, arp_learned;
   Counter data_tx, data_tx_bytes;

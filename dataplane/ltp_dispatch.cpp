@@ -28,8 +28,14 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
   if (admit_st(io, m, in) == Verdict::kTaken) return;
   if (steer_st(port_index, m, in) == Verdict::kTaken) return;
   count_rx(in, io);
-  if (job_ && ctl_in_ && in.common.type == wire::MsgType::kControl) {
-    // Control-plane messages belong to the control thread: the frame moves there whole.
+  const bool to_control = in.common.type == wire::MsgType::kControl || in.common.type == wire::MsgType::kProbe;
+  if (job_ && ctl_in_ && to_control) {
+    // Control-plane messages belong to the control thread: the frame moves there whole. A
+    // probe's arrival time is what it measures: stamped now, in the frame the control thread
+    // reads (the control thread may read it many microseconds later).
+    if (in.common.type == wire::MsgType::kProbe)
+      wire::stamp_probe_arrival(std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*) + in.off, in.msg.size()),
+                                static_cast<uint64_t>(now_ns(now_tsc)));
     if (rte_ring_enqueue(ctl_in_, m) != 0) {
       ltp_.control_full.add();
       rte_pktmbuf_free(m);
@@ -114,6 +120,7 @@ void GatewayHandler::count_rx(const LtpIn& in, EngineIo& io) {
     case wire::MsgType::kClose: ltp_.close_rx.add(); break;
     case wire::MsgType::kControl: ltp_.control_rx.add(); break;
     case wire::MsgType::kReject: ltp_.reject_rx.add(); break;
+    case wire::MsgType::kProbe: ltp_.probe_rx.add(); break;
     default: io.counters().drop(Drop::kBadLtp); break;
   }
 }

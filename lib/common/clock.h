@@ -12,6 +12,8 @@ inline constexpr Nanos kMicro = 1000;
 inline constexpr Nanos kMilli = 1000 * kMicro;
 inline constexpr Nanos kSecond = 1000 * kMilli;
 
+constexpr double seconds(Nanos t) { return static_cast<double>(t) / static_cast<double>(kSecond); }
+
 // A clock for code that must ask for the time itself (drivers around lib/).
 class Clock {
  public:

@@ -91,7 +91,10 @@ struct TransportConfig {
   EarlyCloseConfig early_close;
 };
 
-enum class Planner : uint8_t { kFapt, kStar, kRing, kBlindTree };
+// How the controller builds every plan (the first and each replan): FAPT, or a baseline
+// given the same measurements (a parameter server on the best root, bandwidth-blind binary
+// trees, NetStorm's published rule).
+enum class Planner : uint8_t { kFapt, kStar, kBlindTree, kNetStormRule };
 
 struct TopologyConfig {
   Planner planner = Planner::kFapt;

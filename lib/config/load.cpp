@@ -102,7 +102,8 @@ void read_transport(MapReader& top, GatewayConfig& cfg) {
 void read_topology(MapReader& top, GatewayConfig& cfg) {
   MapReader r(top.child("topology"), "topology", top.errors());
   TopologyConfig& t = cfg.topology;
-  int p = r.choice("planner", {"fapt", "star", "ring", "blind_tree"});
+  // Ring all-reduce is not a tree: the simulator's baseline, never a gateway's planner.
+  int p = r.choice("planner", {"fapt", "star", "blind_tree", "netstorm_rule"});
   if (p >= 0) t.planner = static_cast<Planner>(p);
   r.integer("shards", 1, 256, t.shards);
   r.boolean("multipath", t.multipath);

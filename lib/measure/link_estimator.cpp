@@ -5,7 +5,6 @@
 
 namespace sg::measure {
 namespace {
-double seconds(Nanos t) { return static_cast<double>(t) / static_cast<double>(kSecond); }
 
 template <size_t K>
 Nanos min_positive(const Nanos (&v)[K]) {
@@ -216,6 +215,8 @@ LinkSummary LinkEstimator::summary(uint16_t from, uint16_t to, Nanos now) const 
   s.rtt_smoothed = l->srtt;
   s.rtt_trend = l->rtt_long > 0 ? l->rtt_short / l->rtt_long : 1.0;
   s.loss_rate = l->loss;
+  s.probe_bytes_per_s = l->probe;
+  s.probe_at = l->probe_at;
   return s;
 }
 

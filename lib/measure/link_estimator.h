@@ -80,6 +80,9 @@ struct LinkSummary {
   Nanos rtt_smoothed = -1;  // EWMA 1/8 of samples
   double rtt_trend = 1.0;   // short-term / long-term per-round mean RTT; > 1 means rising
   double loss_rate = 0;     // EWMA of per-round lost/sent
+  // The latest probe result, whatever the estimate's source (0: never probed).
+  double probe_bytes_per_s = 0;
+  Nanos probe_at = -1;
 };
 
 class LinkEstimator {

@@ -245,6 +245,53 @@ Result<size_t> build_control(std::span<uint8_t> out, const ControlFields& f, std
   return len;
 }
 
+Result<ProbeFields> parse_probe(std::span<const uint8_t> msg) {
+  if (auto e = check_common(msg, MsgType::kProbe, sizeof(ProbeHeader)); e != WireError::kOk) return e;
+  const auto* h = as<ProbeHeader>(msg);
+  if (h->common.flags & ~kFlagAuthTag) return WireError::kBadField;
+  const bool tag = (h->common.flags & kFlagAuthTag) != 0;
+  const uint16_t plen = h->payload_len.load();
+  if (plen > kProbeMaxPayload) return WireError::kBadLength;
+  const size_t want = sizeof(ProbeHeader) + plen + (tag ? kAuthTagLen : 0);
+  if (msg.size() < want) return WireError::kTruncated;
+  if (msg.size() > want) return WireError::kBadLength;
+  ProbeFields f;
+  f.src_node = h->common.src_node.load();
+  f.job = h->common.job.load();
+  f.train = h->train.load();
+  f.seq = h->seq.load();
+  f.count = h->count.load();
+  f.dst_node = h->dst_node.load();
+  f.send_ts = h->send_ts.load();
+  f.rx_ts = h->rx_ts.load();
+  f.payload_len = plen;
+  if (f.count < 2 || f.count > kProbeMaxCount || f.seq >= f.count) return WireError::kBadField;
+  return f;
+}
+
+Result<size_t> build_probe(std::span<uint8_t> out, const ProbeFields& f, uint16_t payload_len) {
+  if (payload_len > kProbeMaxPayload) return WireError::kBadLength;
+  if (f.count < 2 || f.count > kProbeMaxCount || f.seq >= f.count) return WireError::kBadField;
+  const size_t len = sizeof(ProbeHeader) + payload_len;
+  if (out.size() < len) return WireError::kNoSpace;
+  auto* h = reinterpret_cast<ProbeHeader*>(out.data());
+  write_common(h->common, MsgType::kProbe, 0, f.src_node, f.job);
+  h->train.store(f.train);
+  h->seq.store(f.seq);
+  h->count.store(f.count);
+  h->dst_node.store(f.dst_node);
+  h->payload_len.store(payload_len);
+  h->send_ts.store(f.send_ts);
+  h->rx_ts.store(0);
+  std::memset(out.data() + sizeof(ProbeHeader), 0, payload_len);
+  return len;
+}
+
+void stamp_probe_arrival(std::span<uint8_t> msg, uint64_t rx_ts) {
+  if (msg.size() < sizeof(ProbeHeader)) return;
+  reinterpret_cast<ProbeHeader*>(msg.data())->rx_ts.store(rx_ts);
+}
+
 Result<RejectFields> parse_reject(std::span<const uint8_t> msg) {
   if (msg.size() < sizeof(LtpCommon)) return WireError::kTruncated;
   const auto* h = as<RejectHeader>(msg);

@@ -129,6 +129,27 @@ struct ControlMsg {
 Result<ControlMsg> parse_control(std::span<const uint8_t> msg);
 Result<size_t> build_control(std::span<uint8_t> out, const ControlFields& f, std::span<const uint8_t> payload);
 
+struct ProbeFields {
+  uint16_t src_node = 0;
+  uint32_t job = 0;
+  uint32_t train = 0;
+  uint16_t seq = 0;
+  uint16_t count = 2;
+  uint16_t dst_node = 0;
+  uint64_t send_ts = 0;
+  uint64_t rx_ts = 0;
+  uint16_t payload_len = 0;  // parsed: the padding after the header
+};
+
+inline constexpr size_t probe_msg_len(uint16_t payload_len) { return sizeof(ProbeHeader) + payload_len; }
+
+// seq < count <= kProbeMaxCount, count >= 2, payload_len <= kProbeMaxPayload.
+Result<ProbeFields> parse_probe(std::span<const uint8_t> msg);
+// Header + payload_len zero bytes. Returns the total length.
+Result<size_t> build_probe(std::span<uint8_t> out, const ProbeFields& f, uint16_t payload_len);
+// The receiver's arrival time, written into a probe it holds (no other field changes).
+void stamp_probe_arrival(std::span<uint8_t> msg, uint64_t rx_ts);
+
 struct RejectFields {
   uint16_t src_node = 0;
   uint32_t job = 0;

@@ -25,6 +25,7 @@ enum class MsgType : uint8_t {
   kClose = 3,    // receiver -> sender: transfer ended, which chunks were kept
   kControl = 4,  // reliable small control-plane message (or a pure ack of one)
   kReject = 5,   // "I do not speak your version" (or other refusal)
+  kProbe = 6,    // one packet of a probe train on a link no job traffic measures
 };
 
 // Flag bits (LtpCommon::flags).
@@ -130,6 +131,25 @@ struct ControlHeader {
 };
 static_assert(sizeof(ControlHeader) == 36 && alignof(ControlHeader) == 1);
 inline constexpr size_t kControlMaxPayload = 1200;
+
+// A probe train: `count` packets sent back to back by src_node to dst_node so that their
+// spacing at the receiver shows the path's rate (the dispersion of a packet train). The
+// padding after the header makes every packet as large as a DATA packet of the job.
+struct ProbeHeader {
+  LtpCommon common;
+  be32 train;        // the sender's train number
+  be16 seq;          // 0..count-1
+  be16 count;        // packets in the train (>= 2)
+  be16 dst_node;     // the site the train measures the link to
+  be16 payload_len;  // padding bytes after this header (zero on the wire)
+  be64 send_ts;      // sender clock, ns
+  // Zero on the wire. The receiving gateway writes its arrival time (ns) here, in its own
+  // copy, before it hands the packet to the control thread.
+  be64 rx_ts;
+};
+static_assert(sizeof(ProbeHeader) == 40 && alignof(ProbeHeader) == 1);
+inline constexpr uint16_t kProbeMaxCount = 64;
+inline constexpr uint16_t kProbeMaxPayload = 9000;
 
 enum class RejectReason : uint8_t { kVersion = 1, kType = 2 };
 

@@ -150,8 +150,17 @@ TEST(ConfigErrors, BadEnumListsChoices) {
   std::string t = kMinimal;
   t += "topology:\n  planner: mst\n";
   ConfigError e = one_error(t);
-  EXPECT_EQ(e.expected, "one of fapt, star, ring, blind_tree");
+  EXPECT_EQ(e.expected, "one of fapt, star, blind_tree, netstorm_rule");
   EXPECT_EQ(e.found, "'mst'");
+}
+
+TEST(ConfigErrors, RingIsNotAGatewayPlanner) {
+  // Ring all-reduce is not a tree: refused when the file is checked, not when the gateway starts.
+  std::string t = kMinimal;
+  t += "topology:\n  planner: ring\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "topology.planner");
+  EXPECT_EQ(e.found, "'ring'");
 }
 
 TEST(ConfigErrors, BooleansMustBeTrueOrFalse) {

@@ -1,35 +1,32 @@
-#include "control/link_codecs.h"
+#include "controller/link_codecs.h"
 
 #include <algorithm>
 
-namespace sg::ctl {
-namespace {
+namespace sg::controller {
 
-compress::AdaptiveConfig ladder_up_to(const config::CompressionConfig& cfg) {
+compress::AdaptiveConfig codec_ladder(const config::CompressionConfig& cfg) {
   // The plan names a codec per link, not a top-k ratio: top-k is one level at the configured
   // ratio (SyncConfig::topk_ratio). The ladder stops at the configured strongest codec.
   compress::AdaptiveConfig ac;
   ac.ladder = {{CodecId::kF32, 0}};
+  if (cfg.codec == CodecId::kF16) {
+    ac.ladder.push_back({CodecId::kF16, 0});
+    return ac;
+  }
   const float r = static_cast<float>(cfg.topk_ratio);
   for (const compress::CompressionLevel l : {compress::CompressionLevel{CodecId::kBf16, 0},
                                               compress::CompressionLevel{CodecId::kInt8, 0},
                                               compress::CompressionLevel{CodecId::kTopK, r}}) {
-    if (cfg.codec == CodecId::kF16) {
-      ac.ladder.push_back({CodecId::kF16, 0});
-      break;
-    }
     ac.ladder.push_back(l);
     if (l.codec == cfg.codec) break;
   }
   return ac;
 }
 
-}  // namespace
-
 LinkCodecs::LinkCodecs(const config::CompressionConfig& cfg, int sites)
-    : cfg_(cfg), n_(sites), policy_(static_cast<size_t>(sites) * sites, compress::AdaptivePolicy(ladder_up_to(cfg))) {}
+    : cfg_(cfg), n_(sites), policy_(static_cast<size_t>(sites) * sites, compress::AdaptivePolicy(codec_ladder(cfg))) {}
 
-std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const std::vector<double>& matrix) {
+std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const std::vector<LinkView>& links) {
   std::vector<topo::LinkCodec> out;
   if (cfg_.mode == config::CompressionMode::kOff || plan.num_sites != n_) return out;
   if (cfg_.mode == config::CompressionMode::kAlways) {
@@ -48,7 +45,11 @@ std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const st
   for (const auto& [a, b] : topo::tree_links(plan)) {
     const size_t k = static_cast<size_t>(a) * n_ + b;
     compress::LinkSample s;
-    s.throughput_Bps = k < matrix.size() ? matrix[k] : 0;
+    if (k < links.size()) {
+      s.throughput_Bps = links[k].bytes_per_s;
+      s.rtt_ratio = links[k].rtt_trend;
+      s.loss = links[k].loss;
+    }
     s.bytes = load[k];
     s.compute_time = static_cast<Nanos>(cfg_.compute_ms_per_round) * kMilli;
     const compress::Decision d = policy_[k].update(s);
@@ -67,4 +68,4 @@ bool same_codecs(const std::vector<topo::LinkCodec>& a, const std::vector<topo::
   return true;
 }
 
-}  // namespace sg::ctl
+}  // namespace sg::controller

@@ -1,0 +1,240 @@
+#include "controller/control_plane.h"
+
+#include <algorithm>
+
+#include "policy/messages.h"
+#include "topology/plan_codec.h"
+#include "wire/ltp_codec.h"
+
+namespace sg::controller {
+namespace {
+
+constexpr uint16_t kPolicyChannel = 1;
+constexpr uint16_t kMeasureChannel = 2;
+// Policy fragments: one flag byte (more follow) and a part.
+constexpr uint8_t kMoreFragments = 1;
+constexpr size_t kFragmentPart = wire::kControlMaxPayload - 1;
+
+measure::EstimatorConfig with_sites(measure::EstimatorConfig e, int sites) {
+  e.sites = sites;
+  return e;
+}
+
+}  // namespace
+
+ControlPlane::ControlPlane(ControlPlaneConfig cfg, const topo::Plan& initial)
+    : cfg_(std::move(cfg)), n_(cfg_.controller.sites), self_(cfg_.controller.self), ctl_(cfg_.controller),
+      est_(with_sites(cfg_.estimator, cfg_.controller.sites)), prober_(n_, self_, cfg_.probe), probe_rx_(n_),
+      reassembly_(static_cast<size_t>(n_)), current_(initial) {
+  policy::GatewayConfig pc;
+  pc.self = static_cast<uint16_t>(self_);
+  pc.coordinator = static_cast<uint16_t>(cfg_.controller.coordinator);
+  pc.gateways = static_cast<uint16_t>(n_);
+  pc.retry_interval = cfg_.retry_interval;
+  pc.switch_margin = static_cast<policy::Round>(cfg_.switch_rounds_ahead);
+  std::vector<uint8_t> boot;
+  topo::encode(initial, boot);
+  gw_ = std::make_unique<policy::Gateway>(policy::Gateway::fresh(pc, std::move(boot)));
+  for (int i = 0; i < n_; ++i) {
+    for (auto* chans : {&policy_ch_, &measure_ch_}) {
+      if (i == self_) {
+        chans->push_back(nullptr);
+        continue;
+      }
+      ltp::ControlConfig cc;
+      cc.local_node = cfg_.nodes[self_];
+      cc.peer_node = cfg_.nodes[i];
+      cc.job = cfg_.job;
+      cc.channel = chans == &policy_ch_ ? kPolicyChannel : kMeasureChannel;
+      chans->push_back(std::make_unique<ltp::ControlChannel>(cc));
+    }
+  }
+  probe_pad_.assign(std::min<uint32_t>(cfg_.probe.packet_bytes, wire::kProbeMaxPayload), 0);
+  probe_buf_.resize(sizeof(wire::ProbeHeader));
+}
+
+ControlPlane::~ControlPlane() = default;
+
+int ControlPlane::index_of(uint16_t node) const {
+  for (int i = 0; i < n_; ++i)
+    if (cfg_.nodes[i] == node) return i;
+  return -1;
+}
+
+void ControlPlane::on_message(std::span<const uint8_t> msg, Nanos now) {
+  auto common = wire::parse_common(msg);
+  const int from = common ? index_of(common->src_node) : -1;
+  if (!common || from < 0 || from == self_ || common->job != cfg_.job) {
+    ++stats_.control_bad;
+    return;
+  }
+  if (common->type == wire::MsgType::kControl) {
+    on_control(from, msg, now);
+  } else if (common->type == wire::MsgType::kProbe) {
+    on_probe(from, msg, now);
+  }
+}
+
+void ControlPlane::on_control(int from, std::span<const uint8_t> msg, Nanos now) {
+  auto c = wire::parse_control(msg);
+  if (!c) {
+    ++stats_.control_bad;
+    return;
+  }
+  ++stats_.control_in;
+  if (c->f.channel == kPolicyChannel) {
+    policy_ch_[from]->on_packet(msg, now, [&](std::span<const uint8_t> p) { on_policy_bytes(from, p, now); });
+  } else if (c->f.channel == kMeasureChannel) {
+    measure_ch_[from]->on_packet(msg, now, [&](std::span<const uint8_t> p) {
+      auto row = wire::parse_measure_row(p, static_cast<uint16_t>(n_));
+      // A site reports only the links into itself.
+      if (!row || row->site != from) {
+        ++stats_.rows_bad;
+        return;
+      }
+      ++stats_.rows_received;
+      if (coordinator()) ctl_.on_row(*row, now);
+    });
+  } else {
+    ++stats_.control_bad;
+  }
+}
+
+void ControlPlane::on_policy_bytes(int from, std::span<const uint8_t> part, Nanos now) {
+  auto& buf = reassembly_[from];
+  if (part.empty() || buf.size() + part.size() > policy::kMaxPlanBytes + 4096) {
+    buf.clear();
+    ++stats_.control_bad;
+    return;
+  }
+  buf.insert(buf.end(), part.begin() + 1, part.end());
+  if (part[0] & kMoreFragments) return;
+  gw_->on_bytes(buf, now);
+  buf.clear();
+}
+
+void ControlPlane::send_policy(int to, const std::vector<uint8_t>& bytes, Nanos now) {
+  // The protocol retries a message that did not get through, so a full window only delays.
+  std::vector<uint8_t> part;
+  for (size_t off = 0; off < bytes.size() || off == 0; off += kFragmentPart) {
+    const size_t len = std::min(kFragmentPart, bytes.size() - off);
+    part.assign(1, off + len < bytes.size() ? kMoreFragments : 0);
+    part.insert(part.end(), bytes.begin() + static_cast<std::ptrdiff_t>(off),
+                bytes.begin() + static_cast<std::ptrdiff_t>(off + len));
+    if (!policy_ch_[to]->send(part, now)) return;
+    if (off + len >= bytes.size()) break;
+  }
+}
+
+void ControlPlane::on_probe(int from, std::span<const uint8_t> msg, Nanos now) {
+  auto p = wire::parse_probe(msg);
+  if (!p || p->dst_node != cfg_.nodes[self_]) {
+    ++stats_.probes_bad;
+    return;
+  }
+  ++stats_.probe_packets_in;
+  const Nanos rx = p->rx_ts ? static_cast<Nanos>(p->rx_ts) : now;
+  ProbeResult r;
+  if (probe_rx_.on_packet(from, p->train, p->seq, p->count, p->payload_len, rx, r)) {
+    est_.on_probe_pair(static_cast<uint16_t>(r.from), static_cast<uint16_t>(self_), r.bytes, r.spread, r.at);
+    ++stats_.probe_results;
+  }
+}
+
+void ControlPlane::send_row(Nanos now, uint32_t completed) {
+  const wire::MeasureRow row = make_row(est_, n_, self_, completed, egress_.peak(), now);
+  ++stats_.rows_sent;
+  if (coordinator()) {
+    ctl_.on_row(row, now);
+    return;
+  }
+  for (const auto& part : wire::encode_measure_row(row, wire::kControlMaxPayload))
+    measure_ch_[cfg_.controller.coordinator]->send(part, now);
+}
+
+void ControlPlane::send_probes(Nanos now, std::span<const uint64_t> sent_to, ltp::PacketSink& tx) {
+  for (const ProbeOrder& o : prober_.due(now, sent_to)) {
+    ++stats_.probe_trains_sent;
+    ++probe_train_;
+    for (uint16_t k = 0; k < o.packets; ++k) {
+      wire::ProbeFields f;
+      f.src_node = cfg_.nodes[self_];
+      f.job = cfg_.job;
+      f.train = probe_train_;
+      f.seq = k;
+      f.count = o.packets;
+      f.dst_node = cfg_.nodes[o.to];
+      f.send_ts = static_cast<uint64_t>(now);
+      const uint16_t pad = static_cast<uint16_t>(probe_pad_.size());
+      std::vector<uint8_t> full(wire::probe_msg_len(pad));
+      if (!wire::build_probe(full, f, pad)) continue;
+      std::copy(full.begin(), full.begin() + sizeof(wire::ProbeHeader), probe_buf_.begin());
+      ltp::TxMeta meta;
+      meta.peer_node = f.dst_node;
+      meta.type = wire::MsgType::kProbe;
+      tx.send(meta, probe_buf_, probe_pad_);
+    }
+  }
+}
+
+Nanos ControlPlane::tick(Nanos now, uint32_t completed, std::span<const uint64_t> sent_to, uint64_t sent_total,
+                         ltp::PacketSink& tx) {
+  egress_.on_total(sent_total, now);
+  if (completed > last_completed_) {
+    last_completed_ = completed;
+    est_.end_round(now);  // one estimator window per round
+    if (completed >= last_row_round_ + std::max<uint32_t>(cfg_.row_every_rounds, 1)) {
+      last_row_round_ = completed;
+      send_row(now, completed);
+    }
+  }
+  for (const ProbeResult& r : probe_rx_.expire(now)) {
+    est_.on_probe_pair(static_cast<uint16_t>(r.from), static_cast<uint16_t>(self_), r.bytes, r.spread, r.at);
+    ++stats_.probe_results;
+  }
+  if (coordinator() && gw_->synced() && !gw_->switch_in_progress()) {
+    // Against the plan last proposed: agreed, it is what the next rounds run, even while its
+    // switch round is still ahead (lib/policy re-proposes an aborted attempt by itself).
+    if (auto plan = ctl_.decide(proposed_ ? *proposed_ : current_, now)) {
+      std::vector<uint8_t> bytes;
+      if (topo::encode(*plan, bytes) == topo::PlanError::kOk && gw_->propose(std::move(bytes), now)) {
+        ctl_.on_proposed(now);
+        proposed_ = std::move(*plan);
+        ++stats_.proposals;
+      }
+    }
+  }
+  gw_->tick(now);
+  std::vector<uint8_t> bytes;
+  for (const auto& m : gw_->take_outbox()) {
+    if (m.to >= n_ || m.to == self_) continue;
+    bytes.clear();
+    policy::encode(m, bytes);
+    send_policy(m.to, bytes, now);
+  }
+  if (cfg_.probes) send_probes(now, sent_to, tx);
+  Nanos next = now + cfg_.retry_interval;
+  for (auto* chans : {&policy_ch_, &measure_ch_})
+    for (auto& ch : *chans)
+      if (ch) next = std::min(next, ch->poll(now, tx));
+  return next;
+}
+
+std::optional<ControlPlane::Approval> ControlPlane::begin_round(uint32_t r) {
+  const policy::PolicyRecord* rec = gw_->begin_round(r);
+  if (!rec) return std::nullopt;
+  Approval a;
+  a.version = rec->version;
+  if (rec->version != current_version_) {
+    topo::Plan plan;
+    if (topo::decode(rec->plan, plan) != topo::PlanError::kOk) return std::nullopt;
+    current_ = std::move(plan);
+    current_version_ = rec->version;
+    a.changed = true;
+    ++stats_.switches;
+  }
+  a.plan = &current_;
+  return a;
+}
+
+}  // namespace sg::controller

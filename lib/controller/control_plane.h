@@ -1,0 +1,112 @@
+// One site's control plane, the same in the gateway and the simulator: the controller
+// (controller.h), the policy consistency protocol (lib/policy) over reliable CONTROL
+// channels to every peer, this site's link measurements (lib/measure) sent to the
+// coordinator as rows, and active probes (probes.h).
+//
+// Drivers: control/policy_agent (the gateway's control thread; CONTROL and PROBE frames come
+// from engine 0 and leave through it) and lib/sim's gateway sites (messages cross the
+// simulated links). Each feeds on_message() with the CONTROL and PROBE messages addressed to
+// this site, calls tick() often with the rounds completed and the bytes sent so far, and
+// asks begin_round() before a round: a round runs under exactly one policy, agreed by all.
+//
+// Channels: 1 carries lib/policy messages (a message longer than one CONTROL payload travels
+// in fragments: 1 byte "more follows" + a part), 2 measurement rows (lib/wire/measure_row).
+// Owner: one thread. Time is passed in.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "controller/controller.h"
+#include "controller/probes.h"
+#include "ltp/control_channel.h"
+#include "measure/link_estimator.h"
+#include "policy/gateway.h"
+#include "topology/plan.h"
+
+namespace sg::controller {
+
+struct ControlPlaneConfig {
+  ControllerConfig controller;      // sites, self, coordinator, planner, ...
+  std::vector<uint16_t> nodes;      // LTP node id of every site, in plan order
+  uint32_t job = 1;
+  uint32_t switch_rounds_ahead = 2;
+  uint32_t row_every_rounds = 2;    // a measurement row to the coordinator this often
+  bool probes = false;
+  ProbeSettings probe;
+  measure::EstimatorConfig estimator;  // `sites` is set from the controller's
+  Nanos retry_interval = 50 * kMilli;  // policy protocol retransmissions
+};
+
+struct ControlPlaneStats {
+  uint64_t proposals = 0, switches = 0;
+  uint64_t rows_sent = 0, rows_received = 0, rows_bad = 0;
+  uint64_t control_in = 0, control_bad = 0;
+  uint64_t probe_trains_sent = 0, probe_packets_in = 0, probe_results = 0, probes_bad = 0;
+};
+
+class ControlPlane {
+ public:
+  ControlPlane(ControlPlaneConfig cfg, const topo::Plan& initial);
+  ~ControlPlane();
+
+  // A CONTROL or PROBE message addressed to this site (other types are ignored). A PROBE's
+  // arrival time is its rx_ts if the receiver stamped one, else `now`.
+  void on_message(std::span<const uint8_t> msg, Nanos now);
+  // Rows, planning (coordinator), the protocol's timers, probes; sends through `tx`.
+  // `completed_round`: the last round this site finished; `sent_to[j]`: cumulative job
+  // bytes sent to site j; `sent_total`: all of them. Returns when to call again at the latest.
+  Nanos tick(Nanos now, uint32_t completed_round, std::span<const uint64_t> sent_to, uint64_t sent_total,
+             ltp::PacketSink& tx);
+
+  // The policy round r runs under. Marks r begun (no switch at or before it is promised
+  // any more). nullopt: not yet (unsynced or a switch undecided): ask again later.
+  struct Approval {
+    uint64_t version = 0;        // lib/policy's version (0: the initial plan)
+    const topo::Plan* plan = nullptr;
+    bool changed = false;        // a different version than the round before
+  };
+  std::optional<Approval> begin_round(uint32_t r);
+
+  measure::LinkEstimator& estimator() { return est_; }
+  const measure::LinkEstimator& estimator() const { return est_; }
+  const Controller& controller() const { return ctl_; }
+  bool coordinator() const { return ctl_.coordinator(); }
+  uint64_t active_version() const { return gw_->active_version(); }
+  const topo::Plan& current_plan() const { return current_; }  // of the last approved round
+  const ControlPlaneStats& stats() const { return stats_; }
+  const ProbeScheduler& prober() const { return prober_; }
+  const ProbeReceiver& probe_receiver() const { return probe_rx_; }
+
+ private:
+  void on_control(int from, std::span<const uint8_t> msg, Nanos now);
+  void on_probe(int from, std::span<const uint8_t> msg, Nanos now);
+  void on_policy_bytes(int from, std::span<const uint8_t> part, Nanos now);
+  void send_policy(int to, const std::vector<uint8_t>& bytes, Nanos now);
+  void send_row(Nanos now, uint32_t completed);
+  void send_probes(Nanos now, std::span<const uint64_t> sent_to, ltp::PacketSink& tx);
+  int index_of(uint16_t node) const;
+
+  ControlPlaneConfig cfg_;
+  int n_, self_;
+  Controller ctl_;
+  measure::LinkEstimator est_;
+  EgressMeter egress_;
+  ProbeScheduler prober_;
+  ProbeReceiver probe_rx_;
+  std::unique_ptr<policy::Gateway> gw_;
+  std::vector<std::unique_ptr<ltp::ControlChannel>> policy_ch_, measure_ch_;
+  std::vector<std::vector<uint8_t>> reassembly_;  // per peer: policy message fragments so far
+  topo::Plan current_;
+  uint64_t current_version_ = 0;
+  std::optional<topo::Plan> proposed_;  // coordinator: the last plan it proposed
+  uint32_t last_completed_ = 0, last_row_round_ = 0;
+  uint32_t probe_train_ = 0;
+  std::vector<uint8_t> probe_buf_, probe_pad_;
+  ControlPlaneStats stats_;
+};
+
+}  // namespace sg::controller

@@ -1,0 +1,196 @@
+#include "controller/controller.h"
+
+#include <algorithm>
+
+#include "topology/round_time.h"
+
+namespace sg::controller {
+
+std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg) {
+  std::vector<uint16_t> s{cfg.site.id};
+  for (const auto& p : cfg.peers) s.push_back(p.id);
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+std::vector<double> site_uplinks(const config::GatewayConfig& cfg) {
+  const auto sites = job_sites(cfg);
+  std::vector<double> up(sites.size(), 0.0);
+  for (size_t i = 0; i < sites.size(); ++i) {
+    double mbit = sites[i] == cfg.site.id ? cfg.site.uplink_mbit : 0.0;
+    if (const auto* p = cfg.find_peer(sites[i])) mbit = p->uplink_mbit;
+    up[i] = mbit * 1e6 / 8;
+  }
+  return up;
+}
+
+ControllerConfig controller_config(const config::GatewayConfig& cfg) {
+  ControllerConfig c;
+  const auto sites = job_sites(cfg);
+  c.sites = static_cast<int>(sites.size());
+  for (size_t i = 0; i < sites.size(); ++i)
+    if (sites[i] == cfg.site.id) c.self = static_cast<int>(i);
+  c.uplinks = site_uplinks(cfg);
+  c.coordinator = 0;  // the lowest site id plans
+  c.plan = plan_settings(cfg);
+  c.recompute_change = cfg.topology.recompute_change;
+  c.min_interval = static_cast<Nanos>(cfg.topology.min_interval_ms) * kMilli;
+  c.compression = cfg.compression;
+  return c;
+}
+
+Controller::Controller(ControllerConfig cfg)
+    : cfg_(std::move(cfg)), n_(cfg_.sites), links_(static_cast<size_t>(n_) * n_),
+      rtt_(static_cast<size_t>(n_) * n_, -1.0), egress_peak_(static_cast<size_t>(n_), 0.0),
+      codecs_(cfg_.compression, n_) {
+  cfg_.uplinks.resize(static_cast<size_t>(n_), 0.0);
+}
+
+topo::Plan Controller::initial_plan(std::string* error) const {
+  topo::Plan plan = build_plan(blind_network(n_, cfg_.uplinks), cfg_.plan, error);
+  // "always" compresses every tree link from the first round; "adaptive" starts at full
+  // precision and lets the measurements decide.
+  if (!plan.shards.empty() && cfg_.compression.mode == config::CompressionMode::kAlways)
+    topo::set_tree_codecs(plan, cfg_.compression.codec);
+  return plan;
+}
+
+void Controller::on_row(const wire::MeasureRow& row, Nanos) {
+  if (row.site >= n_) {
+    ++stats_.rows_refused;
+    return;
+  }
+  for (const wire::LinkMeasure& l : row.links) {
+    if (l.from >= n_ || l.from == row.site) continue;
+    const size_t k = static_cast<size_t>(l.from) * n_ + row.site;
+    // Priors say nothing new: a link is known once traffic or a probe measured it.
+    if (l.source == static_cast<uint8_t>(measure::Source::kTraffic) ||
+        l.source == static_cast<uint8_t>(measure::Source::kProbe)) {
+      links_[k].bytes_per_s = l.bytes_per_s;
+    }
+    links_[k].rtt_trend = l.rtt_trend;
+    links_[k].loss = l.loss;
+    if (l.rtt_s > 0) rtt_[k] = l.rtt_s;
+  }
+  egress_peak_[row.site] = std::max(egress_peak_[row.site], row.egress_peak);
+  ++stats_.rows;
+}
+
+double Controller::uplink(int site) const {
+  if (site < 0 || site >= n_) return 0;
+  if (cfg_.uplinks[site] > 0) return cfg_.uplinks[site];
+  // Inferred: links that together measure well above what the site ever sent at once share
+  // its uplink, which tops out near that peak.
+  const double peak = egress_peak_[site];
+  if (peak <= 0) return 0;
+  double sum = 0;
+  for (int j = 0; j < n_; ++j)
+    if (j != site) sum += links_[static_cast<size_t>(site) * n_ + j].bytes_per_s;
+  return sum > cfg_.uplink_share_factor * peak ? peak : 0;
+}
+
+topo::Network Controller::view() const {
+  std::vector<double> known, known_rtt;
+  for (int i = 0; i < n_; ++i)
+    for (int j = 0; j < n_; ++j) {
+      const size_t k = static_cast<size_t>(i) * n_ + j;
+      if (i == j) continue;
+      if (links_[k].bytes_per_s > 0) known.push_back(links_[k].bytes_per_s);
+      if (rtt_[k] > 0) known_rtt.push_back(rtt_[k]);
+    }
+  auto median = [](std::vector<double> v, double fallback) {
+    if (v.empty()) return fallback;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  topo::Network net = topo::Network::uniform(n_, median(known, cfg_.prior_bytes_per_s),
+                                             median(known_rtt, cfg_.prior_rtt_s), cfg_.agg_bytes_per_s);
+  for (int i = 0; i < n_; ++i)
+    for (int j = 0; j < n_; ++j) {
+      const size_t k = static_cast<size_t>(i) * n_ + j;
+      if (i == j) continue;
+      if (links_[k].bytes_per_s > 0) net.bw[k] = links_[k].bytes_per_s;
+      if (rtt_[k] > 0) net.rtt[k] = rtt_[k];
+    }
+  std::vector<double> up(static_cast<size_t>(n_));
+  for (int i = 0; i < n_; ++i) up[i] = uplink(i);
+  net.set_uplinks(up);
+  return net;
+}
+
+std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos now) {
+  if (!coordinator() || stats_.rows == rows_at_decision_) return std::nullopt;
+  if (last_proposal_ >= 0 && now - last_proposal_ < cfg_.min_interval) return std::nullopt;
+  // Every site has reported once: the view is no longer mostly priors.
+  int measured = 0;
+  for (const LinkView& l : links_) measured += l.bytes_per_s > 0;
+  if (measured < n_) return std::nullopt;
+  rows_at_decision_ = stats_.rows;
+  ++stats_.replans_considered;
+  const topo::Network net = view();
+  topo::Plan cand = build_plan(net, cfg_.plan);
+  if (cand.shards.empty()) return std::nullopt;
+  const double chunk = cfg_.plan.chunk_bytes;
+  const double cur = topo::round_time(net, current, chunk).total_s;
+  const double next = topo::round_time(net, cand, chunk).total_s;
+  stats_.last_gain = next > 0 ? cur / next - 1.0 : 0.0;
+  const bool new_trees = stats_.last_gain > cfg_.recompute_change;
+  if (!new_trees) cand = current;  // same trees: only a codec change can justify a switch
+  std::vector<LinkView> links = links_;
+  for (int i = 0; i < n_; ++i)
+    for (int j = 0; j < n_; ++j)
+      if (i != j && links[static_cast<size_t>(i) * n_ + j].bytes_per_s <= 0)
+        links[static_cast<size_t>(i) * n_ + j].bytes_per_s = net.link_bw(i, j);
+  cand.codecs = codecs_.decide(cand, links);
+  if (!new_trees && same_codecs(cand.codecs, current.codecs)) return std::nullopt;
+  if (topo::validate(cand) != topo::PlanError::kOk) return std::nullopt;
+  if (new_trees) {
+    ++stats_.proposals;
+  } else {
+    ++stats_.codec_proposals;
+  }
+  return cand;
+}
+
+wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self, uint32_t round, double egress_peak,
+                          Nanos now) {
+  wire::MeasureRow row;
+  row.site = static_cast<uint16_t>(self);
+  row.round = round;
+  row.egress_peak = egress_peak;
+  for (int k = 0; k < sites; ++k) {
+    if (k == self) continue;
+    const measure::LinkSummary s = est.summary(static_cast<uint16_t>(k), static_cast<uint16_t>(self), now);
+    wire::LinkMeasure l;
+    l.from = static_cast<uint16_t>(k);
+    l.source = static_cast<uint8_t>(s.source);
+    l.bytes_per_s = s.bytes_per_s;
+    if (s.probe_bytes_per_s > 0 && s.probe_at > s.updated_at && s.probe_bytes_per_s > l.bytes_per_s) {
+      l.bytes_per_s = s.probe_bytes_per_s;
+      l.source = static_cast<uint8_t>(measure::Source::kProbe);
+    }
+    l.rtt_s = s.rtt_smoothed > 0 ? seconds(s.rtt_smoothed) : -1;
+    l.rtt_trend = s.rtt_trend;
+    l.loss = s.loss_rate;
+    row.links.push_back(l);
+  }
+  return row;
+}
+
+void EgressMeter::on_total(uint64_t bytes, Nanos now) {
+  if (start_ < 0 || bytes == last_bytes_) {
+    // Idle (or first call): a window measures only time spent sending.
+    start_ = now;
+    start_bytes_ = bytes;
+    last_bytes_ = bytes;
+    return;
+  }
+  last_bytes_ = bytes;
+  if (now - start_ >= window_) {
+    peak_ = std::max(peak_, static_cast<double>(bytes - start_bytes_) / seconds(now - start_));
+    start_ = now;
+    start_bytes_ = bytes;
+  }
+}
+
+}  // namespace sg::controller

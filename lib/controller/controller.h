@@ -1,0 +1,125 @@
+// The controller: every decision a gateway makes about the network, in one DPDK-free class
+// with time passed in. The gateway's control thread (control/policy_agent) and the simulator
+// (lib/sim) construct this same class and feed it the same kinds of input:
+//
+//   inputs   measurement rows (lib/wire/measure_row) that every site sends about the links
+//            into it -- passive windows of the job's own traffic and probe results -- and
+//            each site's peak egress rate; the configured uplinks; the plan in force.
+//   decides  whether to replan (a candidate must beat the plan in force by recompute_change
+//            on the round-time model, and min_interval must have passed since the last
+//            proposal), the new plan with the configured planner (the same planner every
+//            time: planner.h is the only plan-building path), its multipath splits, each tree
+//            link's codec (NetSenseML, link_codecs.h), and site uplinks it can infer from
+//            traffic where the config gives none.
+//
+// Only the coordinator's controller plans; every site's controller makes its own row
+// (make_row) and schedules its own probes (probes.h). It never reads anything a gateway
+// could not observe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "config/config.h"
+#include "controller/link_codecs.h"
+#include "controller/planner.h"
+#include "measure/link_estimator.h"
+#include "topology/network.h"
+#include "topology/plan.h"
+#include "wire/measure_row.h"
+
+namespace sg::controller {
+
+struct ControllerConfig {
+  int sites = 0;
+  int self = 0;         // plan index of this site
+  int coordinator = 0;  // plan index of the site that plans
+  PlanSettings plan;
+  double recompute_change = 0.2;  // relative round-time gain that justifies a new plan
+  Nanos min_interval = kSecond;   // at most one proposal per interval
+  config::CompressionConfig compression;
+  std::vector<double> uplinks;    // configured bytes/s per site (<= 0: not known)
+  // Links nobody measured yet: the median of the measured ones, else these.
+  double prior_bytes_per_s = 125e6;
+  double prior_rtt_s = 0.010;
+  double agg_bytes_per_s = 5e9;   // aggregation is far faster than any WAN link
+  // A site's links together measuring this much above its peak egress share an uplink.
+  double uplink_share_factor = 1.25;
+};
+
+// The sites of the job in plan order (sorted site ids: this site and its peers).
+std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg);
+// Every job site's uplink in plan order (bytes/s; 0: not known), from site.uplink_mbit and
+// peers[].uplink_mbit.
+std::vector<double> site_uplinks(const config::GatewayConfig& cfg);
+// The settings a gateway's config gives.
+ControllerConfig controller_config(const config::GatewayConfig& cfg);
+
+struct ControllerStats {
+  uint64_t rows = 0, rows_refused = 0;
+  uint64_t replans_considered = 0, proposals = 0, codec_proposals = 0;
+  double last_gain = 0;
+};
+
+class Controller {
+ public:
+  explicit Controller(ControllerConfig cfg);
+  const ControllerConfig& config() const { return cfg_; }
+  bool coordinator() const { return cfg_.self == cfg_.coordinator; }
+
+  // The first plan, before any measurement: every site computes the same one. "always"
+  // compression sets its codec on every tree link from the start.
+  topo::Plan initial_plan(std::string* error = nullptr) const;
+
+  // Coordinator: a site's row (links k -> row.site). Rows of unknown sites are refused.
+  void on_row(const wire::MeasureRow& row, Nanos now);
+  // Coordinator: a plan to propose now, or nothing. Call often; it decides at most once per
+  // new set of rows (codec hysteresis counts decisions) and once per min_interval.
+  std::optional<topo::Plan> decide(const topo::Plan& current, Nanos now);
+  // The proposal went out (min_interval starts); a refused proposal is simply retried later.
+  void on_proposed(Nanos now) { last_proposal_ = now; }
+
+  // The network the planner sees now: measured links, the median for the rest, uplinks.
+  topo::Network view() const;
+  // A site's uplink as the planner uses it: configured, else inferred from its rows (0: none).
+  double uplink(int site) const;
+  const ControllerStats& stats() const { return stats_; }
+  uint64_t rows_seen() const { return stats_.rows; }
+
+ private:
+  ControllerConfig cfg_;
+  int n_;
+  std::vector<LinkView> links_;       // [i*n+j]
+  std::vector<double> rtt_;           // seconds, [i*n+j]; < 0 unknown
+  std::vector<double> egress_peak_;   // per site
+  LinkCodecs codecs_;
+  Nanos last_proposal_ = -1;
+  uint64_t rows_at_decision_ = 0;
+  ControllerStats stats_;
+};
+
+// A site's row from its estimator: every link k -> self. A probe newer than the link's
+// traffic estimate counts as the link's capacity where it is higher (traffic only says what
+// a link carried).
+wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self, uint32_t round, double egress_peak,
+                          Nanos now);
+
+// Peak sending rate of a site from its cumulative bytes sent: the highest rate over windows
+// of `window` in which it kept sending.
+class EgressMeter {
+ public:
+  explicit EgressMeter(Nanos window = 200 * kMilli) : window_(window) {}
+  void on_total(uint64_t bytes_sent, Nanos now);
+  double peak() const { return peak_; }
+
+ private:
+  Nanos window_;
+  Nanos start_ = -1;
+  uint64_t start_bytes_ = 0, last_bytes_ = 0;
+  double peak_ = 0;
+};
+
+}  // namespace sg::controller

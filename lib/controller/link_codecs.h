@@ -1,0 +1,49 @@
+// Which codec each tree link of a plan uses: NetSenseML's rule, per directed link, on what
+// the link measured (throughput, RTT trend, loss) and the bytes the plan puts on it. The
+// decision travels to every gateway inside the policy's plan (topo::Plan::codecs), so a
+// change switches at one round everywhere.
+//
+//   off       no codecs (f32 everywhere)
+//   always    compression.codec on every tree link
+//   adaptive  per link, lib/compress's AdaptivePolicy; its ladder stops at compression.codec.
+//             Without compute_ms_per_round it cannot tell whether the network is the
+//             bottleneck, so it keeps full precision.
+#pragma once
+
+#include <vector>
+
+#include "compress/adaptive_policy.h"
+#include "config/config.h"
+#include "topology/plan.h"
+
+namespace sg::controller {
+
+// One directed link as the controller sees it.
+struct LinkView {
+  double bytes_per_s = 0;  // 0: unknown
+  double rtt_trend = 1.0;  // recent / long-term RTT; > 1: queues building
+  double loss = 0;
+};
+
+class LinkCodecs {
+ public:
+  LinkCodecs(const config::CompressionConfig& cfg, int sites);
+
+  // Codecs for `plan`'s tree links given `links` ([i*n+j]). Call once per measurement
+  // interval (a new set of rows): adaptive levels have hysteresis counted in calls.
+  std::vector<topo::LinkCodec> decide(const topo::Plan& plan, const std::vector<LinkView>& links);
+  const config::CompressionConfig& config() const { return cfg_; }
+
+ private:
+  config::CompressionConfig cfg_;
+  int n_;
+  std::vector<compress::AdaptivePolicy> policy_;  // per directed link
+};
+
+// The adaptive ladder up to `cfg.codec` (top-k at cfg.topk_ratio is one level).
+compress::AdaptiveConfig codec_ladder(const config::CompressionConfig& cfg);
+
+// Same links, same codecs (order ignored).
+bool same_codecs(const std::vector<topo::LinkCodec>& a, const std::vector<topo::LinkCodec>& b);
+
+}  // namespace sg::controller

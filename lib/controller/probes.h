@@ -1,0 +1,92 @@
+// Active probes for links that job traffic does not measure (NetStorm's optional low-rate
+// probes). A probe is a short train of packets sent back to back; the receiver turns the
+// spacing of the train's arrivals (its dispersion) into the rate the path carried it at.
+//
+// ProbeScheduler (sender side, one per site): which of this site's outgoing links to probe
+// and when. A link is idle when no job bytes left on it for `idle_after`; idle links are
+// probed in turn, each at most once per `min_period`, and all probes together stay within
+// `rate_bytes_per_s` (a token bucket holding one train), so probing takes a bounded share of
+// the site's uplink whatever the number of links.
+//
+// ProbeReceiver (receiver side): gathers the packets of each train by (source, train) and,
+// once the last packet arrives or the train goes quiet, reports the rate:
+//   (packets received - 1) x packet bytes / (last arrival - first arrival).
+// Trains with fewer than two packets or a zero spread say nothing and are dropped (counted).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace sg::controller {
+
+struct ProbeSettings {
+  double rate_bytes_per_s = 100e3 / 8;  // topology.probe_rate_kbit
+  uint32_t packet_bytes = 1344;          // payload per probe packet (a DATA packet's size)
+  uint16_t train_packets = 8;
+  Nanos idle_after = 500 * kMilli;       // no job bytes for this long: the link is idle
+  Nanos min_period = 1 * kSecond;        // a link is probed at most this often
+};
+
+struct ProbeOrder {
+  int to = 0;                 // plan index of the peer
+  uint16_t packets = 0;
+  uint32_t packet_bytes = 0;  // payload per packet
+};
+
+class ProbeScheduler {
+ public:
+  ProbeScheduler(int sites, int self, const ProbeSettings& s);
+  // `sent_to[j]`: cumulative job bytes this site has sent to site j. Returns the trains to
+  // send now (at most one per call while the budget allows more than one train).
+  std::vector<ProbeOrder> due(Nanos now, std::span<const uint64_t> sent_to);
+  uint64_t trains() const { return trains_; }
+  uint64_t probe_bytes() const { return bytes_; }
+  // Bytes of one train on the wire as the budget counts it.
+  double train_bytes() const;
+
+ private:
+  int n_, self_;
+  ProbeSettings s_;
+  std::vector<uint64_t> last_sent_;
+  std::vector<Nanos> last_traffic_, last_probe_;
+  double tokens_ = 0;
+  Nanos refilled_ = -1;
+  int next_ = 0;
+  uint64_t trains_ = 0, bytes_ = 0;
+};
+
+struct ProbeResult {
+  int from = 0;              // plan index of the sender
+  uint32_t bytes = 0;        // bytes that arrived after the first packet
+  Nanos spread = 0;          // first to last arrival
+  Nanos at = 0;
+};
+
+class ProbeReceiver {
+ public:
+  explicit ProbeReceiver(int sites, Nanos quiet = 200 * kMilli) : quiet_(quiet), trains_(static_cast<size_t>(sites)) {}
+  // One probe packet from site `from` (train, seq, count), `bytes` long, arrived at `rx`.
+  // Returns a result when this packet completes its train.
+  bool on_packet(int from, uint32_t train, uint16_t seq, uint16_t count, uint32_t bytes, Nanos rx, ProbeResult& out);
+  // Trains that went quiet: reported with what arrived.
+  std::vector<ProbeResult> expire(Nanos now);
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  struct Train {
+    bool open = false;
+    uint32_t id = 0;
+    uint16_t count = 0, got = 0;
+    uint32_t bytes = 0;
+    Nanos first = 0, last = 0;
+  };
+  bool finish(int from, Train& t, ProbeResult& out);
+  Nanos quiet_;
+  std::vector<Train> trains_;  // one open train per source
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace sg::controller
