@@ -14,9 +14,11 @@
 
 #include <cstdint>
 
+#include "wire/ltp_header.h"
+
 namespace sg::dp::pathid {
 
-inline constexpr uint16_t kRelayed = 0x8000;
+inline constexpr uint16_t kRelayed = wire::kPathRelayed;
 inline constexpr unsigned kSlotShift = 12;
 inline constexpr uint16_t kSlotMask = 0x7;
 inline constexpr uint16_t kDstMask = 0x0fff;

@@ -120,6 +120,7 @@ topo::Network Controller::view() const {
 
 std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos now) {
   if (!coordinator() || stats_.rows == rows_at_decision_) return std::nullopt;
+  if (cfg_.max_proposals && stats_.proposals + stats_.codec_proposals >= cfg_.max_proposals) return std::nullopt;
   if (last_proposal_ >= 0 && now - last_proposal_ < cfg_.min_interval) return std::nullopt;
   // Every site has reported once: the view is no longer mostly priors.
   int measured = 0;

@@ -48,6 +48,9 @@ struct ControllerConfig {
   double agg_bytes_per_s = 5e9;   // aggregation is far faster than any WAN link
   // A site's links together measuring this much above its peak egress share an uplink.
   double uplink_share_factor = 1.25;
+  // Proposals allowed over the job (0: no limit). 1 makes the "stuck" baseline: one plan
+  // from the first measurements, never revised.
+  uint32_t max_proposals = 0;
 };
 
 // The sites of the job in plan order (sorted site ids: this site and its peers).

@@ -13,6 +13,7 @@ PlanSettings plan_settings(const config::GatewayConfig& cfg) {
   s.model_bytes = cfg.job.model_bytes;
   s.chunk_bytes = cfg.transport.chunk_bytes;
   s.shards = cfg.topology.shards;
+  s.spread_to = cfg.topology.shards;
   s.multipath = cfg.topology.multipath;
   return s;
 }
@@ -64,7 +65,7 @@ topo::Plan build_plan(const topo::Network& net, const PlanSettings& s, std::stri
   }
   if (!s.multipath) plan.splits.clear();
   plan.codecs.clear();
-  spread_shards(plan, s.shards, s.chunk_bytes);
+  spread_shards(plan, s.spread_to, s.chunk_bytes);
   if (const topo::PlanError e = topo::validate(plan); e != topo::PlanError::kOk) {
     if (error) *error = std::string("planner ") + planner_name(s.planner) + " made an invalid plan: " +
                         std::string(topo::plan_error_name(e));

@@ -16,7 +16,8 @@ struct PlanSettings {
   config::Planner planner = config::Planner::kFapt;
   uint64_t model_bytes = 0;
   uint32_t chunk_bytes = 1344;
-  uint16_t shards = 4;      // trees at most (fapt, netstorm_rule), shards at least (spread_shards)
+  uint16_t shards = 4;      // trees at most (fapt, netstorm_rule, blind_tree)
+  uint16_t spread_to = 4;   // shards at least (spread_shards; 0: as planned)
   bool multipath = true;    // relays over idle links (fapt only: the baselines have none)
 };
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "wire/ltp_header.h"
+
 namespace sg::sim {
 
 namespace {
@@ -169,7 +171,14 @@ void Wan::send_from(int site, const ltp::TxMeta& m, std::span<const uint8_t> hea
   double body = static_cast<double>(payload.size()) * scale_;
   if (p.data) body /= codec_factor_[static_cast<size_t>(site) * n_ + dst];
   p.wire = static_cast<uint32_t>(head.size() + m.trailer_len + static_cast<uint64_t>(body + 0.5));
-  route(id, site, p.data ? next_hop(site, dst, p.wire) : dst, now_);
+  const int next = p.data ? next_hop(site, dst, p.wire) : dst;
+  if (next != dst && head.size() >= sizeof(wire::DataHeader)) {
+    // Through a relay: marked as the gateway's dataplane marks it, so the receiver does not
+    // take it for a sample of the direct link.
+    auto* h = reinterpret_cast<wire::DataHeader*>(b);
+    h->path_id.store(static_cast<uint16_t>(h->path_id.load() | wire::kPathRelayed));
+  }
+  route(id, site, next, now_);
 }
 
 void Wan::route(uint32_t id, int at, int next, Nanos now) {

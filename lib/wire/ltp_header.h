@@ -52,6 +52,11 @@ struct LtpCommon {
 };
 static_assert(sizeof(LtpCommon) == 12 && alignof(LtpCommon) == 1);
 
+// DATA path_id bit 15: the copy crossed a relay site (NetStorm multipath), so its arrival
+// measures the relay's link, not the sender's. The rest of path_id is the sender's business
+// (lib/ltp echoes it in ACKs; the dataplane's layout is in dataplane/path_id.h).
+inline constexpr uint16_t kPathRelayed = 0x8000;
+
 struct DataHeader {
   LtpCommon common;
   be32 round;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "compress/adaptive_policy.h"
-#include "measure/link_estimator.h"
+#include "controller/controller.h"
+#include "sim/gateway_site.h"
 #include "topology/baselines.h"
 #include "topology/fapt.h"
 #include "topology/round_time.h"
@@ -97,139 +97,94 @@ ModeResult run_ring(const Setup& s, const sim::WanSpec& w, const std::string& na
   return run_rounds(s, wan, c, name);
 }
 
+controller::ControlPlaneConfig stack_control(const Setup& s, const sim::WanSpec& w, const StackOptions& o, int self) {
+  controller::ControlPlaneConfig c;
+  const int n = s.n;
+  auto& k = c.controller;
+  k.sites = n;
+  k.self = self;
+  k.coordinator = 0;
+  k.plan.planner = config::Planner::kFapt;
+  k.plan.model_bytes = s.model_real;
+  k.plan.chunk_bytes = s.chunk_real;
+  k.plan.shards = static_cast<uint16_t>(o.max_trees);
+  k.plan.spread_to = 0;
+  k.plan.multipath = o.multipath;
+  k.recompute_change = o.recompute_change;
+  k.min_interval = 1 * kSecond;
+  k.compression.mode = o.compress ? config::CompressionMode::kAdaptive : config::CompressionMode::kOff;
+  k.compression.codec = CodecId::kTopK;
+  k.compression.topk_ratio = 0.01;
+  k.compression.compute_ms_per_round = static_cast<uint32_t>(s.sc->compute_ms);
+  // What a deployment's config says (site.uplink_mbit), in the planner's byte units.
+  for (const auto& site : w.sites) k.uplinks.push_back(site.egress_bytes_per_s / s.scale);
+  // The stuck baseline: the first measured plan, never revised.
+  if (o.awareness == Awareness::kStuck) k.max_proposals = 1;
+  for (int i = 0; i < n; ++i) c.nodes.push_back(static_cast<uint16_t>(i + 1));
+  c.job = 1;
+  c.switch_rounds_ahead = 2;
+  c.row_every_rounds = 1;
+  c.probes = o.awareness != Awareness::kPassive;
+  // Trains of chunk-sized packets (1/scale of their bytes real, full size on the wire) within
+  // a per-site budget: probes take their share of the links they measure.
+  c.probe.packet_bytes = s.chunk_real;
+  c.probe.train_packets = 4;
+  c.probe.rate_bytes_per_s = o.probe_rate_bytes_per_s / s.scale;
+  c.probe.idle_after = 500 * kMilli;
+  c.probe.min_period = 2 * kSecond;
+  // Windows of a second of busy time: long enough to average over the rate controller's
+  // startup and probing cycles of a multi-second transfer.
+  c.estimator.max_window = 1 * kSecond;
+  return c;
+}
+
 StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions& o, int rounds,
                       const std::string& name) {
   StackResult out;
   out.mode = name;
   const int n = s.n;
   sim::Wan wan(w, max_msg(s), s.scale);
-  sim::Cluster c(wan, sim::make_sync_sites(n, s.chunk_real, false, w.seed, {}, o.compress));
-  // Every planner starts from the same measurements, taken before the job starts.
-  const topo::Network net0 = sim::network_at(w, 0, s.scale, kAggBps);
-  topo::PlannerOptions opt;
-  opt.chunk_bytes = s.chunk_real;
-  opt.multipath = o.multipath;
-  topo::Plan plan = topo::plan_fapt(net0, s.model_real, opt);
-  uint32_t version = 1;
-  sim::install_plan(c, plan, version);
-
-  measure::EstimatorConfig ec;
-  ec.sites = n;
-  // Windows of a second of busy time: long enough to average over the rate controller's
-  // startup and probing cycles of a multi-second transfer.
-  ec.max_window = 1 * kSecond;
-  measure::LinkEstimator est(ec);
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j)
-      if (i != j)
-        est.set_prior(static_cast<uint16_t>(i), static_cast<uint16_t>(j), net0.link_bw(i, j),
-                      static_cast<Nanos>(net0.rtt[static_cast<size_t>(i) * n + j] * 1e9));
-  std::vector<uint8_t> carried(static_cast<size_t>(n) * n, 0);
-  // Every DATA arrival on a WAN hop is one sample of that link (relay hops included), in the
-  // planner's byte units. The RTT sample is this hop's one-way time plus the reverse
-  // propagation (what the ACK's echo would measure). No in-flight figure (-1), as the gateway
-  // gives none: the estimator tells app-limited windows (streaming senders forwarding at
-  // their upstream's pace) by the queue they do not build.
-  const bool measuring = o.awareness != Awareness::kStuck || o.compress;
-  if (measuring)
-    wan.set_hop_observer([&](const sim::Wan::Hop& h) {
-      if (!h.data) return;
-      measure::ArrivalSample smp;
-      smp.from = static_cast<uint16_t>(h.from);
-      smp.to = static_cast<uint16_t>(h.to);
-      smp.bytes = h.wire_bytes / s.scale;
-      smp.at = h.at;
-      smp.rtt = h.one_way + w.link(h.to, h.from).delay;
-      est.on_arrival(smp);
-      carried[static_cast<size_t>(h.from) * n + h.to] = 1;
-    });
-  std::vector<compress::AdaptivePolicy> policy(static_cast<size_t>(n) * n);
-  int compressed = 0;
-
+  // Every site starts from the controller's first plan (nothing measured yet: links alike,
+  // the configured uplinks), as gateways do.
+  const topo::Plan first = controller::Controller(stack_control(s, w, o, 0).controller).initial_plan();
+  std::vector<std::unique_ptr<sim::Participant>> sites;
+  std::vector<sim::GatewaySite*> gw;
+  for (int i = 0; i < n; ++i) {
+    sim::GatewaySiteConfig gc;
+    gc.sync = sim::make_sync_config(n, i, s.chunk_real, false, w.seed);
+    gc.sync.wire_compression = o.compress;
+    gc.sync.topk_ratio = 0.01f;
+    gc.control = stack_control(s, w, o, i);
+    // The splits of the plan in force (the simulator routes relayed DATA itself).
+    if (i == 0) gc.on_switch = [&wan](const topo::Plan& p) { wan.set_splits(p.splits); };
+    auto site = std::make_unique<sim::GatewaySite>(gc, first);
+    gw.push_back(site.get());
+    sites.push_back(std::move(site));
+  }
+  wan.set_splits(first.splits);
+  sim::Cluster c(wan, std::move(sites));
+  uint32_t version = gw[0]->policy_version();
   for (int r = 1; r <= rounds; ++r) {
-    std::fill(carried.begin(), carried.end(), 0);
     const sim::RoundResult rr = c.run_round(static_cast<uint32_t>(r), {s.local}, kRoundLimit);
     StackRound sr;
     sr.start_s = static_cast<double>(rr.start) * 1e-9;
     sr.seconds = rr.seconds;
-    sr.compressed_links = compressed;
+    const topo::Plan& plan = gw[0]->plane().current_plan();
+    sr.compressed_links = static_cast<int>(plan.codecs.size());
     sr.splits = static_cast<int>(plan.splits.size());
-    out.rounds.push_back(sr);  // replanned: set below if a new policy follows this round
+    sr.replanned = gw[0]->policy_version() != version;
+    if (sr.replanned) ++out.policy_switches;
+    version = gw[0]->policy_version();
+    out.rounds.push_back(sr);
     out.total_s += rr.seconds;
     out.last = rr.stats;
     out.ok &= rr.ok;
     if (!rr.ok) break;
-    if (!measuring || r == rounds) continue;
-
-    const Nanos now = wan.now();
-    est.end_round(now);
-    // Packet-pair probes (the design's optional low-rate probes: two chunk-sized packets back
-    // to back, the gap gives the bottleneck rate): passive mode probes only the links that
-    // carried nothing; probed mode probes every link once per round.
-    std::vector<double> probe(static_cast<size_t>(n) * n, 0);
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) {
-        const size_t k = static_cast<size_t>(i) * n + j;
-        if (i == j || (o.awareness != Awareness::kProbes && carried[k])) continue;
-        double rate = wan.link(i, j).rate_at(now);
-        if (w.sites[i].egress_bytes_per_s > 0) rate = std::min(rate, w.sites[i].egress_bytes_per_s);
-        if (w.sites[j].ingress_bytes_per_s > 0) rate = std::min(rate, w.sites[j].ingress_bytes_per_s);
-        const Nanos gap = static_cast<Nanos>(static_cast<double>(kWireChunk) / rate * 1e9);
-        probe[k] = static_cast<double>(s.chunk_real) / (static_cast<double>(gap) * 1e-9);
-        est.on_probe_pair(static_cast<uint16_t>(i), static_cast<uint16_t>(j), s.chunk_real, gap, now);
-      }
-    // The planner's view. Passive: the estimator's figure per link (traffic, else probe, else
-    // the prior). Probed: the larger of that and this round's probe (a traffic window says
-    // what the link carried, at most its capacity).
-    topo::Network net = net0;
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j)
-        if (i != j) {
-          double v = est.bytes_per_s(static_cast<uint16_t>(i), static_cast<uint16_t>(j), now);
-          if (o.awareness == Awareness::kProbes) v = std::max(v, probe[static_cast<size_t>(i) * n + j]);
-          if (v > 0) net.link_bw(i, j) = v;
-        }
-    // NetStorm recomputes the trees when throughput changes; the estimator's hysteresis
-    // decides what a change is, so the planner looks every round and takes a new policy only
-    // when it is clearly better on the current view.
-    if (o.awareness != Awareness::kStuck) {
-      topo::Plan next = topo::plan_fapt(net, s.model_real, opt);
-      if (topo::round_time(net, next, s.chunk_real).total_s < 0.9 * topo::round_time(net, plan, s.chunk_real).total_s) {
-        plan = next;
-        sim::install_plan(c, plan, ++version);
-        ++out.policy_switches;
-        out.rounds.back().replanned = true;
-      }
-    }
-    if (!o.compress) continue;
-    // NetSenseML per link on this round's measurements; the sites encode the link's DATA with
-    // the chosen codec (lib/compress through SiteSync, error feedback included).
-    std::vector<uint64_t> load(static_cast<size_t>(n) * n, 0);
-    for (const auto& t : plan.shards)
-      for (int v = 0; v < n; ++v)
-        if (t.parent[v] != topo::kNoSite) {
-          load[static_cast<size_t>(v) * n + t.parent[v]] += t.bytes();
-          load[static_cast<size_t>(t.parent[v]) * n + v] += t.bytes();
-        }
-    compressed = 0;
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) {
-        const size_t k = static_cast<size_t>(i) * n + j;
-        if (i == j || load[k] == 0) continue;
-        const measure::LinkSummary sum = est.summary(static_cast<uint16_t>(i), static_cast<uint16_t>(j), now);
-        compress::LinkSample smp;
-        smp.throughput_Bps = net.link_bw(i, j);  // the view: compressed traffic under-uses the link
-        smp.rtt_ratio = sum.rtt_trend;
-        smp.loss = sum.loss_rate;
-        smp.bytes = load[k];
-        smp.compute_time = static_cast<Nanos>(s.sc->compute_ms * 1e6);
-        const compress::Decision d = policy[k].update(smp);
-        if (d.changed) ++out.codec_switches;
-        if (d.level > 0) ++compressed;
-        auto* site = static_cast<sim::SyncParticipant*>(c.site(i));
-        site->sync().set_link_codec(j, d.codec, d.codec == CodecId::kTopK ? d.topk_ratio : 0.01f);
-      }
   }
+  uint64_t probe_bytes = 0;
+  for (auto* g : gw) probe_bytes += g->plane().prober().probe_bytes();
+  out.probe_wire_bytes = probe_bytes * s.scale;
+  out.codec_switches = static_cast<int>(gw[0]->plane().controller().stats().codec_proposals);
   return out;
 }
 

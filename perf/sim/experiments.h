@@ -49,17 +49,22 @@ ModeResult run_sync(const Setup& s, const sim::WanSpec& wan, const topo::Plan& p
 // Ring all-reduce, reliable, best ring order for the measured network.
 ModeResult run_ring(const Setup& s, const sim::WanSpec& wan, const std::string& name);
 
-// stormgate's adaptive stack: rounds back to back on `wan`. Between rounds the planner may
-// replan from lib/measure's estimates (awareness: passive alone, or with a packet-pair probe
-// of every link), with or without multipath splits, and NetSenseML may pick a codec per
-// link (compress). The first plan comes from the measurements taken before the job starts
-// (network_at(wan, 0)), so with a stuck planner and no compression every round is the
-// plain FAPT (+ multipath) round.
+// stormgate's stack as gateways run it: every site a sim::GatewaySite (SiteSync and the
+// gateway's control plane, lib/controller), rounds back to back on `wan`. Every site starts
+// from the controller's first plan (links alike, configured uplinks); the coordinator's
+// controller replans from the rows every site measures (passive windows, and probe trains
+// that cross the simulated links) and every switch goes through the policy protocol over
+// simulated CONTROL messages. Awareness: kStuck takes one plan from the first measurements
+// and never revises it; kPassive measures the job's traffic only; kProbes adds probe trains
+// on idle links. compress: NetSenseML's codec per link, carried in the plan.
 enum class Awareness { kStuck, kPassive, kProbes };
 struct StackOptions {
   Awareness awareness = Awareness::kStuck;
   bool multipath = false;
   bool compress = false;
+  int max_trees = 12;                     // the planner's tree budget (topology.shards)
+  double recompute_change = 0.2;          // the gateway's default
+  double probe_rate_bytes_per_s = 4e6 / 8;  // per site, wire bytes (topology.probe_rate_kbit = 4000)
 };
 struct StackRound {
   double start_s = 0, seconds = 0;
@@ -75,6 +80,7 @@ struct StackResult {
   int codec_switches = 0;
   bool ok = true;
   sim::ParticipantStats last;  // the last round's counters
+  uint64_t probe_wire_bytes = 0;  // all sites' probe trains, on the wire
 };
 StackResult run_stack(const Setup& s, const sim::WanSpec& wan, const StackOptions& o, int rounds,
                       const std::string& name);

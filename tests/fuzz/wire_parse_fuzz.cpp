@@ -10,6 +10,7 @@
 #include "wire/arp.h"
 #include "wire/frame.h"
 #include "wire/ltp_codec.h"
+#include "wire/measure_row.h"
 
 using namespace sg::wire;
 
@@ -63,6 +64,15 @@ void ltp_messages(std::span<const uint8_t> in) {
       check(again.ok() && again->f.seq == m->f.seq && again->f.ack == m->f.ack);
     }
   }
+  if (auto p = parse_probe(in)) {
+    check(p->seq < p->count && p->count <= kProbeMaxCount && p->payload_len <= kProbeMaxPayload);
+    if (!(in[offsetof(LtpCommon, flags)] & kFlagAuthTag)) {
+      auto n = build_probe(out, *p, p->payload_len);
+      check(n.ok() && *n == in.size());
+      auto again = parse_probe(std::span<const uint8_t>(out).first(*n));
+      check(again.ok() && again->train == p->train && again->seq == p->seq && again->dst_node == p->dst_node);
+    }
+  }
   if (auto r = parse_reject(in)) {
     check(r->min_version <= r->max_version);
     auto n = build_reject(out, *r);
@@ -71,6 +81,20 @@ void ltp_messages(std::span<const uint8_t> in) {
     check(again.ok() && again->offending_version == r->offending_version);
   }
   (void)parse_common(in);
+}
+
+// Measurement rows: ids below the site count, ranges kept, and encode(parse(x)) == x.
+void measure_rows(std::span<const uint8_t> in) {
+  for (uint16_t sites : {uint16_t{2}, uint16_t{8}, uint16_t{1024}}) {
+    auto r = parse_measure_row(in, sites);
+    if (!r) continue;
+    check(r->site < sites && r->links.size() < sites);
+    for (const auto& l : r->links) check(l.from < sites && l.from != r->site && l.loss >= 0 && l.loss <= 1);
+    const auto parts = encode_measure_row(*r, in.size() + 1);
+    check(parts.size() == 1 && parts[0].size() == in.size());
+    auto again = parse_measure_row(parts[0], sites);
+    check(again.ok() && again->links.size() == r->links.size() && again->round == r->round);
+  }
 }
 
 }  // namespace
@@ -97,5 +121,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)parse_arp(in);
   (void)parse_udp(in, 0, 0);
   ltp_messages(in);
+  measure_rows(in);
   return 0;
 }

@@ -279,3 +279,46 @@ TEST(LtpReject, ParsesWhateverVersionSentIt) {
 
 }  // namespace
 }  // namespace sg::wire
+
+namespace sg::wire {
+namespace {
+
+TEST(LtpProbe, RoundTripStampAndLies) {
+  ProbeFields f;
+  f.src_node = 3;
+  f.job = 9;
+  f.train = 77;
+  f.seq = 2;
+  f.count = 8;
+  f.dst_node = 5;
+  f.send_ts = 123456789;
+  std::vector<uint8_t> b(probe_msg_len(1000));
+  ASSERT_EQ(*build_probe(b, f, 1000), b.size());
+  auto p = parse_probe(b);
+  ASSERT_TRUE(p.ok()) << to_string(p.error());
+  EXPECT_EQ(p->train, 77u);
+  EXPECT_EQ(p->seq, 2);
+  EXPECT_EQ(p->count, 8);
+  EXPECT_EQ(p->dst_node, 5);
+  EXPECT_EQ(p->payload_len, 1000);
+  EXPECT_EQ(p->rx_ts, 0u) << "zero on the wire";
+  stamp_probe_arrival(b, 555);
+  EXPECT_EQ(parse_probe(b)->rx_ts, 555u);
+  EXPECT_EQ(parse_probe(b)->train, 77u) << "the stamp changes nothing else";
+  // A train of one, a seq beyond it, a payload longer than the buffer, trailing bytes.
+  auto bad = f;
+  bad.count = 1;
+  bad.seq = 0;
+  EXPECT_FALSE(build_probe(b, bad, 0));
+  std::vector<uint8_t> c = b;
+  c[offsetof(ProbeHeader, seq) + 1] = 9;
+  EXPECT_EQ(parse_probe(c).error(), WireError::kBadField);
+  EXPECT_EQ(parse_probe(std::span(b).first(b.size() - 1)).error(), WireError::kTruncated);
+  c = b;
+  c.push_back(0);
+  EXPECT_EQ(parse_probe(c).error(), WireError::kBadLength);
+  EXPECT_EQ(peek_shard(b), std::nullopt) << "a probe belongs to no shard: engine 0 takes it";
+}
+
+}  // namespace
+}  // namespace sg::wire

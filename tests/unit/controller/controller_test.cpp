@@ -1,0 +1,228 @@
+// The controller with a fake clock: replan triggers and hysteresis, the configured planner on
+// every replan, NetSenseML's codec choice, uplinks inferred from rows.
+#include "controller/controller.h"
+
+#include <gtest/gtest.h>
+
+#include "topology/round_time.h"
+
+namespace sg::controller {
+namespace {
+
+constexpr int kSites = 4;
+constexpr double kGbit = 125e6;
+
+ControllerConfig config(config::Planner planner = config::Planner::kFapt) {
+  ControllerConfig c;
+  c.sites = kSites;
+  c.self = 0;
+  c.plan.planner = planner;
+  c.plan.model_bytes = 64ull << 20;
+  c.plan.chunk_bytes = 1344;
+  c.plan.shards = 4;
+  c.plan.spread_to = 4;
+  c.plan.multipath = false;
+  c.recompute_change = 0.2;
+  c.min_interval = 1 * kSecond;
+  c.compression.mode = config::CompressionMode::kOff;
+  return c;
+}
+
+// A row from `site`: every link into it at `rate` (bytes/s) except the ones in `slow`.
+wire::MeasureRow row(int site, double rate, std::vector<std::pair<int, double>> slow = {}, double trend = 1.0) {
+  wire::MeasureRow r;
+  r.site = static_cast<uint16_t>(site);
+  for (int k = 0; k < kSites; ++k) {
+    if (k == site) continue;
+    wire::LinkMeasure l;
+    l.from = static_cast<uint16_t>(k);
+    l.source = static_cast<uint8_t>(measure::Source::kTraffic);
+    l.bytes_per_s = rate;
+    for (auto [s, v] : slow)
+      if (s == k) l.bytes_per_s = v;
+    l.rtt_s = 0.02;
+    l.rtt_trend = trend;
+    r.links.push_back(l);
+  }
+  return r;
+}
+
+void feed_all(Controller& c, double rate, Nanos now, std::vector<std::pair<int, double>> slow_into_0 = {}) {
+  c.on_row(row(0, rate, slow_into_0), now);
+  for (int s = 1; s < kSites; ++s) c.on_row(row(s, rate), now);
+}
+
+TEST(Controller, NothingToDecideBeforeEverySiteReported) {
+  Controller c(config());
+  const topo::Plan first = c.initial_plan();
+  ASSERT_FALSE(first.shards.empty());
+  c.on_row(row(1, kGbit), 0);  // one site: 3 links known, fewer than the sites
+  EXPECT_FALSE(c.decide(first, 0));
+}
+
+TEST(Controller, SameNetworkAsPlannedMeansNoNewPolicy) {
+  // The first plan assumed links alike; measured links alike (at any rate) change nothing.
+  Controller c(config());
+  const topo::Plan first = c.initial_plan();
+  feed_all(c, 3 * kGbit, 10 * kSecond);
+  EXPECT_FALSE(c.decide(first, 10 * kSecond));
+  EXPECT_EQ(c.stats().replans_considered, 1u);
+  EXPECT_LE(c.stats().last_gain, 0.2);
+}
+
+TEST(Controller, AMuchSlowerLinkTriggersAReplanThatAvoidsIt) {
+  Controller c(config());
+  const topo::Plan first = c.initial_plan();
+  // Every link into site 0 but one crawls: trees through site 0 are slow now.
+  feed_all(c, kGbit, 10 * kSecond, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  auto next = c.decide(first, 10 * kSecond);
+  ASSERT_TRUE(next);
+  EXPECT_GT(c.stats().last_gain, 0.2);
+  const topo::Network net = c.view();
+  EXPECT_LT(topo::round_time(net, *next, 1344).total_s, topo::round_time(net, first, 1344).total_s / 1.2);
+  EXPECT_EQ(next->shards.size(), 4u) << "spread to topology.shards";
+}
+
+TEST(Controller, MinIntervalAndFreshRowsGateDecisions) {
+  Controller c(config());
+  const topo::Plan first = c.initial_plan();
+  feed_all(c, kGbit, 10 * kSecond, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  auto next = c.decide(first, 10 * kSecond);
+  ASSERT_TRUE(next);
+  c.on_proposed(10 * kSecond);
+  // No new rows: nothing new to decide on.
+  EXPECT_FALSE(c.decide(first, 20 * kSecond));
+  // New rows, but within min_interval of the proposal: wait.
+  feed_all(c, kGbit, 10 * kSecond + 500 * kMilli, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  EXPECT_FALSE(c.decide(first, 10 * kSecond + 500 * kMilli));
+  // After it, the same evidence proposes again (against a plan that did not change).
+  EXPECT_TRUE(c.decide(first, 11 * kSecond + 1));
+}
+
+TEST(Controller, ConfiguredPlannerHoldsOnEveryReplan) {
+  for (config::Planner p : {config::Planner::kStar, config::Planner::kBlindTree, config::Planner::kNetStormRule}) {
+    ControllerConfig cfg = config(p);
+    cfg.recompute_change = -1;  // any candidate is proposed: we look at what it is
+    Controller c(cfg);
+    const topo::Plan first = c.initial_plan();
+    feed_all(c, kGbit, 10 * kSecond, {{2, kGbit / 50}});
+    auto next = c.decide(first, 10 * kSecond);
+    ASSERT_TRUE(next) << planner_name(p);
+    PlanSettings ps = cfg.plan;
+    const topo::Plan expect = build_plan(c.view(), ps);
+    ASSERT_EQ(next->shards.size(), expect.shards.size()) << planner_name(p);
+    for (size_t s = 0; s < expect.shards.size(); ++s) {
+      EXPECT_EQ(next->shards[s].root, expect.shards[s].root) << planner_name(p);
+      EXPECT_EQ(next->shards[s].parent, expect.shards[s].parent) << planner_name(p);
+    }
+    if (p == config::Planner::kStar) {
+      for (const auto& t : next->shards)
+        for (int v = 0; v < kSites; ++v)
+          if (v != t.root) EXPECT_EQ(t.parent[v], t.root) << "a star has every site under the root";
+    }
+  }
+}
+
+TEST(Controller, AdaptiveCompressionPicksACodecForACongestedSlowLink) {
+  ControllerConfig cfg = config();
+  cfg.compression.mode = config::CompressionMode::kAdaptive;
+  cfg.compression.codec = CodecId::kInt8;
+  cfg.compression.compute_ms_per_round = 100;
+  Controller c(cfg);
+  const topo::Plan first = c.initial_plan();
+  // Every link carries its shard in ~2 s against 100 ms of compute, and RTTs are rising
+  // (queues): communication is the bottleneck. Rows twice, so the rule sees a peak first.
+  for (int k = 0; k < 2; ++k) {
+    for (int s = 0; s < kSites; ++s) c.on_row(row(s, 10e6, {}, 2.0), (10 + k) * kSecond);
+    if (auto next = c.decide(first, (10 + k) * kSecond)) {
+      ASSERT_FALSE(next->codecs.empty());
+      for (const auto& lc : next->codecs) EXPECT_NE(lc.codec, CodecId::kF32);
+      EXPECT_EQ(c.stats().codec_proposals, 1u) << "same trees: a codec-only proposal";
+      return;
+    }
+  }
+  FAIL() << "no codec chosen for a congested link 20x slower than compute";
+}
+
+TEST(Controller, NoCompressionWithoutComputeTime) {
+  ControllerConfig cfg = config();
+  cfg.compression.mode = config::CompressionMode::kAdaptive;
+  Controller c(cfg);
+  const topo::Plan first = c.initial_plan();
+  for (int k = 0; k < 3; ++k) {
+    for (int s = 0; s < kSites; ++s) c.on_row(row(s, 10e6, {}, 2.0), (10 + k) * kSecond);
+    EXPECT_FALSE(c.decide(first, (10 + k) * kSecond)) << "unknown compute time: full precision stays";
+  }
+}
+
+TEST(Controller, AlwaysCompressesFromTheFirstPlan) {
+  ControllerConfig cfg = config();
+  cfg.compression.mode = config::CompressionMode::kAlways;
+  cfg.compression.codec = CodecId::kBf16;
+  const topo::Plan first = Controller(cfg).initial_plan();
+  ASSERT_FALSE(first.codecs.empty());
+  for (const auto& lc : first.codecs) EXPECT_EQ(lc.codec, CodecId::kBf16);
+}
+
+TEST(Controller, UplinkInferredWhenLinksTogetherExceedWhatTheSiteEverSent) {
+  Controller c(config());
+  // Site 2's three links each measure 1 Gbit/s alone, but it never sent more than
+  // 400 Mbit/s at once: they share a 400 Mbit/s uplink.
+  for (int s = 0; s < kSites; ++s) {
+    wire::MeasureRow r = row(s, kGbit);
+    if (s == 2) r.egress_peak = 0.4 * kGbit;
+    c.on_row(r, 0);
+  }
+  EXPECT_DOUBLE_EQ(c.uplink(2), 0.4 * kGbit);
+  EXPECT_EQ(c.uplink(1), 0.0) << "no peak reported: nothing inferred";
+  EXPECT_NEAR(c.view().egress_cap(2), 0.4 * kGbit, 1);
+  // A configured uplink wins over any inference.
+  ControllerConfig cfg = config();
+  cfg.uplinks = {0, 0, 2 * kGbit, 0};
+  Controller d(cfg);
+  wire::MeasureRow r = row(2, kGbit);
+  r.egress_peak = 0.4 * kGbit;
+  d.on_row(r, 0);
+  EXPECT_DOUBLE_EQ(d.uplink(2), 2 * kGbit);
+}
+
+TEST(Controller, RowsFromUnknownSitesAreRefused) {
+  Controller c(config());
+  wire::MeasureRow r = row(1, kGbit);
+  r.site = kSites;
+  c.on_row(r, 0);
+  EXPECT_EQ(c.stats().rows, 0u);
+  EXPECT_EQ(c.stats().rows_refused, 1u);
+}
+
+TEST(Controller, MakeRowPrefersANewerHigherProbe) {
+  measure::EstimatorConfig ec;
+  ec.sites = 3;
+  measure::LinkEstimator est(ec);
+  est.set_prior(1, 0, 50e6);
+  // A probe of link 1 -> 0 at 100 MB/s; no traffic on it.
+  est.on_probe_pair(1, 0, 100000, 1 * kMilli, 5 * kSecond);
+  const wire::MeasureRow r = make_row(est, 3, 0, 7, 1e6, 5 * kSecond);
+  ASSERT_EQ(r.links.size(), 2u);
+  EXPECT_EQ(r.round, 7u);
+  EXPECT_EQ(r.links[0].from, 1);
+  EXPECT_NEAR(r.links[0].bytes_per_s, 100e6, 1);
+  EXPECT_EQ(r.links[0].source, static_cast<uint8_t>(measure::Source::kProbe));
+  EXPECT_EQ(r.links[1].source, static_cast<uint8_t>(measure::Source::kNone));
+}
+
+TEST(EgressMeter, PeakOfBusyWindowsOnly) {
+  EgressMeter m(100 * kMilli);
+  uint64_t sent = 0;
+  Nanos t = 0;
+  for (int i = 0; i < 50; ++i) {  // 1 MB per 10 ms = 100 MB/s for half a second
+    sent += 1000000;
+    t += 10 * kMilli;
+    m.on_total(sent, t);
+  }
+  for (int i = 0; i < 100; ++i) m.on_total(sent, t += 10 * kMilli);  // idle for a second
+  EXPECT_NEAR(m.peak(), 100e6, 1e6);
+}
+
+}  // namespace
+}  // namespace sg::controller
