@@ -26,8 +26,16 @@ uint32_t max_msg(const Setup& s) { return std::max<uint32_t>(s.chunk_real + 56 +
 
 }  // namespace
 
-Setup make_setup(const sim::Scenario& sc, uint64_t model_wire, double mem_budget, int rounds) {
+double median_of_last(const std::vector<double>& v, int k) {
+  if (v.empty()) return 0;
+  std::vector<double> t(v.end() - std::min<std::ptrdiff_t>(k, static_cast<std::ptrdiff_t>(v.size())), v.end());
+  std::sort(t.begin(), t.end());
+  return t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+}
+
+Setup make_setup(const sim::Scenario& sc, uint64_t model_wire, double mem_budget, int rounds, int reported) {
   Setup s;
+  s.reported = reported;
   s.sc = &sc;
   s.n = sc.wan.n();
   s.model_wire = model_wire;
@@ -71,10 +79,11 @@ ModeResult run_rounds(const Setup& s, sim::Wan& wan, sim::Cluster& c, const std:
   for (int r = 1; r <= s.rounds; ++r) {
     const sim::RoundResult rr = c.run_round(static_cast<uint32_t>(r), {s.local}, kRoundLimit);
     m.ok = rr.ok;
-    m.seconds = rr.seconds;
+    m.round_s.push_back(rr.seconds);
     m.stats = rr.stats;
     if (!rr.ok) break;
   }
+  m.seconds = median_of_last(m.round_s, s.reported);
   m.wall_s = wall() - t0;
   m.events = wan.stats().events;
   return m;

@@ -24,15 +24,20 @@ struct Setup {
   uint32_t chunk_real = kWireChunk;
   uint64_t model_real = 0;   // bytes SiteSync really carries (model_wire / scale)
   std::vector<float> local;  // one contribution, shared by every site (times do not depend on values)
-  int rounds = 2;            // per mode; the last one is reported (the ring's connection is warm)
+  int rounds = 2;            // per mode
+  int reported = 1;          // the median of the last `reported` rounds is the mode's figure
 };
 
+// Median of the last `k` values of `v` (all of them if fewer).
+double median_of_last(const std::vector<double>& v, int k);
+
 // Chooses the scale so that every site's buffers fit in `mem_budget` bytes.
-Setup make_setup(const sim::Scenario& sc, uint64_t model_wire, double mem_budget, int rounds);
+Setup make_setup(const sim::Scenario& sc, uint64_t model_wire, double mem_budget, int rounds, int reported = 1);
 
 struct ModeResult {
   std::string mode;
-  double seconds = 0;      // reported round (virtual)
+  double seconds = 0;      // median of the reported rounds (virtual)
+  std::vector<double> round_s;  // every round
   bool ok = false;
   double wall_s = 0;
   sim::ParticipantStats stats;

@@ -130,8 +130,8 @@ int main(int argc, char** argv) {
       if (secs(out[i], st.egress_bytes_per_s) > secs(out[eo], sc.wan.sites[eo].egress_bytes_per_s)) eo = i;
       if (secs(in[i], st.ingress_bytes_per_s) > secs(in[ei], sc.wan.sites[ei].ingress_bytes_per_s)) ei = i;
     }
-    auto show = [&](const char* what, int i, double b, double cap) {
-      std::printf("busiest %s cap: %s, %.2f GB at %.0f Mbit/s = %.3f s (%s the model's bottleneck)\n", what, site(i), b * 1e-9,
+    auto show = [&](const char* dir, int i, double b, double cap) {
+      std::printf("busiest %s cap: %s, %.2f GB at %.0f Mbit/s = %.3f s (%s the model's bottleneck)\n", dir, site(i), b * 1e-9,
                   cap * 8e-6, cap > 0 ? b / cap : 0.0, cap > 0 && b / cap > model.bottleneck_s ? "ABOVE" : "below");
     };
     show("egress", eo, out[eo], sc.wan.sites[eo].egress_bytes_per_s);
