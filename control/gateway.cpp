@@ -134,7 +134,7 @@ bool Gateway::start() {
     ++w;
   }
   running_ = true;
-  telemetry_attach(this);
+  if (cfg_.telemetry.enabled) telemetry_attach(this);
   return true;
 }
 

@@ -24,6 +24,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: stormgate [EAL args] -- --config FILE [--duration SECONDS]\n"
                "       stormgate --check-config FILE [FILE...]\n"
+               "       stormgate --max-chunk-bytes MTU   the largest chunk_bytes a port of this MTU carries\n"
                "  --config FILE      gateway config (YAML; keys in config/README.md)\n"
                "  --duration S       stop by itself after S seconds (default: run until SIGINT/SIGTERM)\n"
                "  --check-config     validate config files and exit: 0 if all are valid, 1 otherwise,\n"
@@ -61,6 +62,17 @@ int main(int argc, char** argv) {
   // Config checking needs no EAL, no devices and no privileges.
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--check-config")) return check_configs(argc, argv, i + 1);
+    if (!std::strcmp(argv[i], "--max-chunk-bytes")) {
+      // For scripts that size chunks for a link (scripts/testbed): derived from the wire structs.
+      char* end = nullptr;
+      const long mtu = i + 1 < argc ? std::strtol(argv[i + 1], &end, 10) : 0;
+      if (!end || *end || mtu < 576 || mtu > 9600) {
+        std::fprintf(stderr, "stormgate: --max-chunk-bytes MTU: MTU must be an integer in [576, 9600]\n");
+        return 2;
+      }
+      std::printf("%u\n", sg::config::max_chunk_bytes(static_cast<uint32_t>(mtu)));
+      return 0;
+    }
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       usage(stdout);
       return 0;

@@ -9,18 +9,6 @@
 
 namespace sg::ctl {
 
-controller::ControlPlaneConfig control_plane_config(const config::GatewayConfig& cfg) {
-  controller::ControlPlaneConfig c;
-  c.controller = controller::controller_config(cfg);
-  c.nodes = controller::job_sites(cfg);
-  c.job = cfg.job.id;
-  c.switch_rounds_ahead = cfg.control.switch_rounds_ahead;
-  c.probes = cfg.topology.probes;
-  c.probe.rate_bytes_per_s = cfg.topology.probe_rate_kbit * 1000.0 / 8;
-  c.probe.packet_bytes = cfg.transport.chunk_bytes;
-  return c;
-}
-
 // Frames the control thread builds go to engine 0 through a ring; engine 0 transmits them
 // on its own queue (the port index rides in the mbuf's hash field).
 class PolicyAgent::FrameIo final : public dp::EngineIo {
@@ -49,7 +37,7 @@ PolicyAgent::PolicyAgent(const config::GatewayConfig& cfg, const topo::Plan& ini
                          const std::vector<dp::Port>& ports, const dp::Neighbours& nbrs,
                          const std::vector<dp::PeerRoute>& routes, rte_ring* frames_in, rte_ring* frames_out,
                          dp::PolicySlot& slot)
-    : in_(frames_in), slot_(slot), plane_(control_plane_config(cfg), initial) {
+    : in_(frames_in), slot_(slot), plane_(controller::control_plane_config(cfg), initial) {
   io_ = std::make_unique<FrameIo>(pool, frames_out);
   tx_ = std::make_unique<dp::LtpTx>(ports, nbrs, routes, tx_counters_);
   tx_->bind_st(io_.get());

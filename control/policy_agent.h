@@ -76,7 +76,4 @@ class PolicyAgent {
   AgentStats stats_;
 };
 
-// The control plane's settings from a gateway's config.
-controller::ControlPlaneConfig control_plane_config(const config::GatewayConfig& cfg);
-
 }  // namespace sg::ctl

@@ -43,6 +43,8 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sc.receiver.early_close.enabled = cfg.transport.early_close.enabled;
   sc.receiver.early_close.max_loss_fraction = cfg.transport.max_loss_fraction;
   sc.receiver.early_close.quiet_rtts = cfg.transport.early_close.quiet_rtts;
+  sc.receiver.early_close.min_fraction = cfg.transport.early_close.min_fraction;
+  sc.rate.initial_rate = cfg.transport.initial_rate_mbit * 1e6 / 8;
   sc.reliable_baseline = cfg.transport.rate_controller == config::RateController::kAimd;
   sc.round_timeout = static_cast<Nanos>(cfg.job.round_timeout_ms) * kMilli;
   sc.seed = cfg.site.id * 31u + role.engine;

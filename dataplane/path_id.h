@@ -18,12 +18,13 @@
 
 namespace sg::dp::pathid {
 
+// The limits live with the wire format (lib/wire/ltp_header.h) so the config checks them.
 inline constexpr uint16_t kRelayed = wire::kPathRelayed;
-inline constexpr unsigned kSlotShift = 12;
-inline constexpr uint16_t kSlotMask = 0x7;
-inline constexpr uint16_t kDstMask = 0x0fff;
-inline constexpr uint16_t kMaxSlots = kSlotMask + 1;
-inline constexpr uint16_t kMaxRelayedSite = kDstMask;  // site ids a relay can name
+inline constexpr unsigned kSlotShift = wire::kPathSlotShift;
+inline constexpr uint16_t kSlotMask = wire::kPathSlotMask;
+inline constexpr uint16_t kDstMask = wire::kPathDstMask;
+inline constexpr uint16_t kMaxSlots = wire::kPathSlots;
+inline constexpr uint16_t kMaxRelayedSite = wire::kMaxRelayedSite;  // site ids a relay can name
 
 constexpr uint16_t direct(unsigned slot) { return static_cast<uint16_t>((slot & kSlotMask) << kSlotShift); }
 constexpr uint16_t relayed(unsigned slot, uint16_t dst_site) {

@@ -2,6 +2,8 @@
 // the same keys; config_test.cpp checks that every example there loads.
 #include "config/load.h"
 
+#include "wire/ltp_header.h"
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -58,7 +60,7 @@ void read_path(const YAML::Node& n, const std::string& path, ErrorList& errs, Pe
   MapReader r(n, path, errs);
   if (!r.ok()) return;
   PathConfig p;
-  r.integer("id", 0, 15, p.id, true);
+  r.integer("id", 0, wire::kPathSlots - 1, p.id, true);  // a DATA header names this many per peer
   r.string("port", p.port, true, 31);
   r.integer_opt("via", 1, kU16, p.via);
   r.integer_opt("udp_src_port", 1, kU16, p.udp_src_port);

@@ -8,6 +8,9 @@
 
 #include "config/config.h"
 #include "config/errors.h"
+#include "wire/ipv4.h"
+#include "wire/ltp_header.h"
+#include "wire/udp.h"
 
 namespace sg::config {
 
@@ -19,6 +22,14 @@ struct LoadResult {
 // `source` names the text in messages (a file path, or "<string>").
 LoadResult load_config_text(const std::string& text, const std::string& source);
 LoadResult load_config_file(const std::string& path);
+
+// Bytes every chunk's packet carries besides the chunk, inside the MTU (which counts from the
+// IP header): IPv4 + UDP + the LTP DATA header + the AEAD tag, from the wire structs.
+constexpr uint32_t chunk_overhead_bytes() {
+  return sizeof(wire::Ipv4Header) + sizeof(wire::UdpHeader) + sizeof(wire::DataHeader) + wire::kAuthTagLen;
+}
+// The largest chunk_bytes (a multiple of 4) that fits `mtu`.
+uint32_t max_chunk_bytes(uint32_t mtu);
 
 // Checks across sections (unknown peers and ports, duplicate ids, MTU vs chunk size...).
 // Called by the loaders; exposed for configs built in code.

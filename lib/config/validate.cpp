@@ -3,17 +3,16 @@
 #include <set>
 
 #include "config/load.h"
+#include "wire/ltp_header.h"
 
 namespace sg::config {
 namespace {
 
-// Ethernet + optional VLAN + IPv4 + UDP + LTP DATA header + AEAD tag: what a chunk must leave
-// room for inside the MTU. The LTP header is at most 64 bytes; the tag 16.
-constexpr uint32_t kIpUdpBytes = 20 + 8;
-constexpr uint32_t kLtpDataHeaderMax = 64;
-constexpr uint32_t kAuthTagBytes = 16;
+constexpr uint32_t kPerChunkOverhead = chunk_overhead_bytes();
 
 }  // namespace
+
+uint32_t max_chunk_bytes(uint32_t mtu) { return mtu > kPerChunkOverhead ? (mtu - kPerChunkOverhead) / 4 * 4 : 0; }
 
 void validate(const GatewayConfig& cfg, ErrorList& errs) {
   if (cfg.ports.empty()) errs.add_at("ports", "at least one port", "an empty list");
@@ -33,15 +32,15 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
   if (const uint32_t wc = cfg.job.worker_chunk_bytes) {
     if (wc % 4 != 0 || wc < 64)
       errs.add_at("job.worker_chunk_bytes", "0, or a multiple of 4 of at least 64", std::to_string(wc));
-    if (largest && wc > largest->mtu - kIpUdpBytes - kLtpDataHeaderMax - kAuthTagBytes)
+    if (largest && wc > largest->mtu - kPerChunkOverhead)
       errs.add_at("job.worker_chunk_bytes",
-                  "at most " + std::to_string(largest->mtu - kIpUdpBytes - kLtpDataHeaderMax - kAuthTagBytes) +
+                  "at most " + std::to_string(largest->mtu - kPerChunkOverhead) +
                       " so a chunk fits the largest port's mtu (port '" + largest->name + "', mtu " +
                       std::to_string(largest->mtu) + ")",
                   std::to_string(wc));
   }
   if (smallest) {
-    const uint32_t room = smallest->mtu - kIpUdpBytes - kLtpDataHeaderMax - kAuthTagBytes;
+    const uint32_t room = smallest->mtu - kPerChunkOverhead;
     if (cfg.transport.chunk_bytes > room)
       errs.add_at("transport.chunk_bytes",
                   "at most " + std::to_string(room) + " so a chunk fits port '" + smallest->name + "' (mtu " +
@@ -93,6 +92,10 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
         for (const auto& p : cfg.ports) names += (names.empty() ? "" : ", ") + p.name;
         errs.add_at(path + ".port", "the name of a configured port (" + names + ")", "'" + pa.port + "'");
       }
+      if (pa.via && peer.id > wire::kMaxRelayedSite)
+        errs.add_at(path + ".via", "no relay to a site whose id is above " + std::to_string(wire::kMaxRelayedSite) +
+                                       " (a relayed DATA header names its destination in 12 bits)",
+                    "peer id " + std::to_string(peer.id));
       if (pa.via) {
         if (*pa.via == peer.id || *pa.via == cfg.site.id)
           errs.add_at(path + ".via", "a third site to relay through", "site " + std::to_string(*pa.via));

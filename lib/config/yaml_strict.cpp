@@ -139,15 +139,28 @@ MapReader::~MapReader() {
   }
 }
 
+namespace {
+std::function<void(const std::string&)>& key_observer() {
+  static std::function<void(const std::string&)> f;
+  return f;
+}
+}  // namespace
+
+void set_key_observer(std::function<void(const std::string&)> observer) { key_observer() = std::move(observer); }
+
+void MapReader::note(const std::string& key) {
+  if (asked_.insert(key).second && key_observer()) key_observer()(path_of(key));
+}
+
 bool MapReader::has(const std::string& key) {
-  asked_.insert(key);
+  note(key);
   if (!ok_ || !node_.IsMap()) return false;
   const YAML::Node& cn = node_;
   return cn[key].IsDefined();
 }
 
 YAML::Node MapReader::child(const std::string& key) {
-  asked_.insert(key);
+  note(key);
   if (!ok_ || !node_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
   // Const access: the non-const operator[] would insert the key.
   const YAML::Node& cn = node_;

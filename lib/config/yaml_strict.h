@@ -63,6 +63,7 @@ class MapReader {
   int choice(const std::string& key, const std::vector<std::string>& names);
 
  private:
+  void note(const std::string& key);  // asked for (known), and told to the key observer
   bool read_int(const std::string& key, int64_t min, int64_t max, int64_t& out, bool required);
   bool scalar(const std::string& key, YAML::Node& n, const std::string& expected, bool required);
 
@@ -72,6 +73,11 @@ class MapReader {
   std::set<std::string> asked_;
   bool ok_ = true;
 };
+
+// Every key a MapReader asks for, as "section.key" paths ("peers[0].paths[1].id"), goes to
+// this observer while one is set: how a test lists the keys the loader knows. Not for
+// concurrent loads.
+void set_key_observer(std::function<void(const std::string& key_path)> observer);
 
 // Calls fn(node, "path[i]") for each item of a sequence; a non-sequence is an error.
 void for_each_item(const YAML::Node& seq, const std::string& path, ErrorList& errors,

@@ -22,6 +22,18 @@ measure::EstimatorConfig with_sites(measure::EstimatorConfig e, int sites) {
 
 }  // namespace
 
+ControlPlaneConfig control_plane_config(const config::GatewayConfig& cfg) {
+  ControlPlaneConfig c;
+  c.controller = controller_config(cfg);
+  c.nodes = job_sites(cfg);
+  c.job = cfg.job.id;
+  c.switch_rounds_ahead = cfg.control.switch_rounds_ahead;
+  c.probes = cfg.topology.probes;
+  c.probe.rate_bytes_per_s = cfg.topology.probe_rate_kbit * 1000.0 / 8;
+  c.probe.packet_bytes = cfg.transport.chunk_bytes;
+  return c;
+}
+
 ControlPlane::ControlPlane(ControlPlaneConfig cfg, const topo::Plan& initial)
     : cfg_(std::move(cfg)), n_(cfg_.controller.sites), self_(cfg_.controller.self), ctl_(cfg_.controller),
       est_(with_sites(cfg_.estimator, cfg_.controller.sites)), prober_(n_, self_, cfg_.probe), probe_rx_(n_),

@@ -41,6 +41,10 @@ struct ControlPlaneConfig {
   Nanos retry_interval = 50 * kMilli;  // policy protocol retransmissions
 };
 
+// The settings a gateway's config gives (topology.probes, probe_rate_kbit, chunk_bytes,
+// control.switch_rounds_ahead, and the controller's: controller_config).
+ControlPlaneConfig control_plane_config(const config::GatewayConfig& cfg);
+
 struct ControlPlaneStats {
   uint64_t proposals = 0, switches = 0;
   uint64_t rows_sent = 0, rows_received = 0, rows_bad = 0;

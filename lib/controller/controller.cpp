@@ -35,6 +35,7 @@ ControllerConfig controller_config(const config::GatewayConfig& cfg) {
   c.plan = plan_settings(cfg);
   c.recompute_change = cfg.topology.recompute_change;
   c.min_interval = static_cast<Nanos>(cfg.topology.min_interval_ms) * kMilli;
+  c.decide_every = static_cast<Nanos>(cfg.control.interval_ms) * kMilli;
   c.compression = cfg.compression;
   return c;
 }
@@ -122,11 +123,13 @@ std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos no
   if (!coordinator() || stats_.rows == rows_at_decision_) return std::nullopt;
   if (cfg_.max_proposals && stats_.proposals + stats_.codec_proposals >= cfg_.max_proposals) return std::nullopt;
   if (last_proposal_ >= 0 && now - last_proposal_ < cfg_.min_interval) return std::nullopt;
+  if (last_decision_ >= 0 && now - last_decision_ < cfg_.decide_every) return std::nullopt;
   // Every site has reported once: the view is no longer mostly priors.
   int measured = 0;
   for (const LinkView& l : links_) measured += l.bytes_per_s > 0;
   if (measured < n_) return std::nullopt;
   rows_at_decision_ = stats_.rows;
+  last_decision_ = now;
   ++stats_.replans_considered;
   const topo::Network net = view();
   topo::Plan cand = build_plan(net, cfg_.plan);

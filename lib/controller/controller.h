@@ -40,6 +40,7 @@ struct ControllerConfig {
   PlanSettings plan;
   double recompute_change = 0.2;  // relative round-time gain that justifies a new plan
   Nanos min_interval = kSecond;   // at most one proposal per interval
+  Nanos decide_every = 0;         // the planning tick: decide() considers a replan at most this often
   config::CompressionConfig compression;
   std::vector<double> uplinks;    // configured bytes/s per site (<= 0: not known)
   // Links nobody measured yet: the median of the measured ones, else these.
@@ -100,6 +101,7 @@ class Controller {
   std::vector<double> egress_peak_;   // per site
   LinkCodecs codecs_;
   Nanos last_proposal_ = -1;
+  Nanos last_decision_ = -1;
   uint64_t rows_at_decision_ = 0;
   ControllerStats stats_;
 };

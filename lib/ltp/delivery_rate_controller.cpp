@@ -185,7 +185,8 @@ double DeliveryRateController::pacing_rate() const {
   if (mode_ == Mode::kResume) {
     r = gain() * std::max(resume_bw_, btlbw_);
   } else if (btlbw_ <= 0) {
-    r = cfg_.startup_gain * 10.0 * mss_ * 1e9 / static_cast<double>(min_rtt_ > 0 ? min_rtt_ : cfg_.initial_rtt);
+    r = cfg_.initial_rate > 0 ? cfg_.initial_rate
+                              : cfg_.startup_gain * 10.0 * mss_ * 1e9 / static_cast<double>(min_rtt_ > 0 ? min_rtt_ : cfg_.initial_rtt);
   } else {
     r = gain() * btlbw_;
   }

@@ -45,6 +45,7 @@ struct DeliveryRateConfig {
   double startup_gain = 2.885;
   double cwnd_gain = 2.0;
   Nanos initial_rtt = 1 * kMilli;   // for pacing before the first sample
+  double initial_rate = 0;          // bytes/s paced before the first sample; 0: from initial_rtt
   Nanos min_rtt_window = 10 * kSecond;
   Nanos min_rto = 1 * kMilli;
   uint32_t dup_threshold = 8;       // tolerates multipath reordering

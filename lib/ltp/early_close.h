@@ -7,7 +7,8 @@
 //                 first sample; gap: EWMA of the time between new chunks of this transfer).
 //                Two RTTs is long enough for a retransmission of a loss the sender detects
 //                after ~1 RTT to arrive; the gap term keeps a slow sender from looking stalled.
-//   threshold := clamp(1 - loss_weight * loss_est, 1 - max_loss_fraction, threshold_max)
+//   threshold := clamp(1 - loss_weight * loss_est, max(1 - max_loss_fraction, min_fraction),
+//                      threshold_max)
 //                (loss_est: EWMA over finished transfers of the fraction that did not arrive on
 //                 its first transmission). With loss_weight = 0.5 a transfer accepts bubbles
 //                 for at most half the measured loss, so one retransmission pass is always
@@ -15,7 +16,8 @@
 //   close early   if stalled and received >= threshold * chunk_count
 //   fall back     if stalled and missing > max_loss_fraction * chunk_count: the transfer is
 //                 marked reliable and only closes once complete (or abandoned / superseded).
-// Bounds: threshold in [1 - max_loss_fraction, threshold_max] (defaults [0.90, 0.9999]);
+// Bounds: threshold in [max(1 - max_loss_fraction, min_fraction), threshold_max] (defaults
+// [0.90, 0.9999]);
 // quiet in [quiet_min, quiet_max] (defaults [100 us, 500 ms]); loss_est in [0, 1].
 #pragma once
 
@@ -29,6 +31,7 @@ namespace sg::ltp {
 struct EarlyCloseConfig {
   bool enabled = true;
   double max_loss_fraction = 0.10;  // hard bound on bubbles per transfer
+  double min_fraction = 0.0;        // never close before this fraction arrived (a floor on threshold)
   double threshold_max = 0.9999;
   double loss_weight = 0.5;
   double loss_ewma = 0.25;          // weight of the newest transfer in loss_est
@@ -45,7 +48,7 @@ class EarlyClose {
   explicit EarlyClose(const EarlyCloseConfig& cfg) : cfg_(cfg), loss_est_(std::clamp(cfg.initial_loss, 0.0, 1.0)) {}
 
   double threshold() const {
-    const double floor = 1.0 - cfg_.max_loss_fraction;
+    const double floor = std::max(1.0 - cfg_.max_loss_fraction, cfg_.min_fraction);
     return std::clamp(1.0 - cfg_.loss_weight * loss_est_, floor, std::max(floor, cfg_.threshold_max));
   }
 

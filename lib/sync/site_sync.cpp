@@ -79,9 +79,9 @@ uint32_t groups(uint32_t n, uint32_t k) { return (n + k - 1) / k; }
 
 namespace {
 
-std::unique_ptr<ltp::RateController> make_controller(bool reliable) {
+std::unique_ptr<ltp::RateController> make_controller(bool reliable, const ltp::DeliveryRateConfig& rate) {
   if (reliable) return std::make_unique<ltp::AimdController>();
-  return std::make_unique<ltp::DeliveryRateController>();
+  return std::make_unique<ltp::DeliveryRateController>(rate);
 }
 
 std::span<const uint8_t> as_bytes(std::span<const float> f) {
@@ -227,7 +227,7 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
       o->rc = std::move(kept[o->peer].back());
       kept[o->peer].pop_back();
     } else {
-      o->rc = make_controller(cfg_.reliable_baseline);
+      o->rc = make_controller(cfg_.reliable_baseline, cfg_.rate);
     }
     o->sender = std::make_unique<ltp::Sender>(sc, *o->rc, rng_);
     o->sender->seed_rtt(rtt[o->peer].first, rtt[o->peer].second);
@@ -792,7 +792,7 @@ Nanos SiteSync::poll(Nanos now, ltp::PacketSink& tx) {
       sc.local_node = cfg_.self_node;
       sc.peer_node = cfg_.site_nodes[o->peer];
       sc.max_chunks = max_chunks;
-      o->rc = make_controller(cfg_.reliable_baseline);
+      o->rc = make_controller(cfg_.reliable_baseline, cfg_.rate);
       o->sender = std::make_unique<ltp::Sender>(sc, *o->rc, rng_);
       o->started = false;
     }

@@ -57,6 +57,7 @@
 #include "common/rng.h"
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
+#include "ltp/delivery_rate_controller.h"
 #include "topology/plan.h"
 
 namespace sg::sync {
@@ -69,6 +70,7 @@ struct SyncConfig {
   ltp::ReceiverConfig receiver;        // local_node and max_chunks are set by SiteSync
   ltp::SenderConfig sender;            // paths, bursts; nodes and max_chunks set per sender
   bool reliable_baseline = false;      // AIMD controller and no Early Close: the TCP-like baseline
+  ltp::DeliveryRateConfig rate;        // LTP's rate controller (every sender's)
   ltp::FillRule down_fill = ltp::FillRule::kLocal;
   Nanos round_timeout = 30 * kSecond;
   // This site may compress (set_link_codec) and forwards the root's compressed bytes as they

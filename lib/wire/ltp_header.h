@@ -56,6 +56,14 @@ static_assert(sizeof(LtpCommon) == 12 && alignof(LtpCommon) == 1);
 // measures the relay's link, not the sender's. The rest of path_id is the sender's business
 // (lib/ltp echoes it in ACKs; the dataplane's layout is in dataplane/path_id.h).
 inline constexpr uint16_t kPathRelayed = 0x8000;
+// The dataplane's path_id layout (dataplane/path_id.h): bits 12-14 name one of a peer's path
+// slots, bits 0-11 a relayed copy's destination site. The limits every config must respect.
+inline constexpr unsigned kPathSlotShift = 12;
+inline constexpr uint16_t kPathSlotMask = 0x7;
+inline constexpr uint16_t kPathSlots = kPathSlotMask + 1;      // paths per peer
+inline constexpr uint16_t kPathDstMask = (1u << kPathSlotShift) - 1;
+inline constexpr uint16_t kMaxRelayedSite = kPathDstMask;      // site ids a relayed copy can name
+static_assert((kPathRelayed & (kPathSlotMask << kPathSlotShift)) == 0 && (kPathSlotMask << kPathSlotShift & kPathDstMask) == 0);
 
 struct DataHeader {
   LtpCommon common;

@@ -51,4 +51,30 @@ grep -q "started" "$tmp/quiet.txt" && fail "a debug line appeared at the default
 grep -q "engine 0 on lcore" "$tmp/debug.txt" && fail "stormgate.control printed at info although only dataplane was raised"
 run_briefly "$tmp/control.txt" --log-level='*:warning' --log-level='stormgate.control:info'
 grep -q "engine 0 on lcore" "$tmp/control.txt" || fail "stormgate.control:info shows no engine line"
+
+# telemetry.enabled: the /stormgate/* endpoints exist on DPDK's telemetry socket, or not.
+query() {  # query OUT ENABLED: start a gateway, ask /stormgate/stats on its telemetry socket
+  local out="$1" enabled="$2"
+  printf 'telemetry:\n  stats_interval_ms: 0\n  enabled: %s\n' "$enabled" > "$tmp/tel-extra.yaml"
+  grep -v '^telemetry:\|stats_interval_ms' "$ROOT/config/examples/single-ring.yaml" > "$tmp/tel.yaml"
+  cat "$tmp/tel-extra.yaml" >> "$tmp/tel.yaml"
+  "$BIN" -l 0-1 --no-huge --no-pci -m 128 --file-prefix "$prefix" --log-level='*:warning' -- \
+    --config "$tmp/tel.yaml" > "$tmp/tel-run.txt" 2>&1 &
+  local p=$!
+  for _ in $(seq 50); do grep -q running "$tmp/tel-run.txt" && break; sleep 0.2; done
+  python3 - "/var/run/dpdk/$prefix/dpdk_telemetry.v2" > "$out" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.recv(4096)  # the greeting
+s.send(b"/stormgate/stats")
+print(s.recv(65536).decode())
+PY
+  kill -INT "$p"; wait "$p"
+}
+query "$tmp/tel-on.txt" true
+query "$tmp/tel-off.txt" false
+cat "$tmp/tel-on.txt" "$tmp/tel-off.txt"
+grep -q '"rx_packets"' "$tmp/tel-on.txt" || fail "telemetry.enabled true: /stormgate/stats answers no counters"
+grep -q '"/stormgate/stats": *null' "$tmp/tel-off.txt" || fail "telemetry.enabled false: /stormgate/stats still answers"
 echo ok

@@ -2,9 +2,13 @@
 // message that names the place, the key, what was expected and what was found.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <set>
 #include <string>
 
 #include "config/load.h"
+#include "config/yaml_strict.h"
 
 namespace sg::config {
 namespace {
@@ -309,6 +313,70 @@ TEST(ConfigErrors, MissingFileIsClear) {
   LoadResult r = load_config_file("/nonexistent/stormgate.yaml");
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0].to_string(), "/nonexistent/stormgate.yaml: expected a readable config file, found none (cannot open)");
+}
+
+}  // namespace
+}  // namespace sg::config
+
+namespace sg::config {
+namespace {
+
+// Keys as "section.key", list items without their index ("peers.paths.id").
+std::string normalise(std::string k) {
+  std::string out;
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (k[i] == '[') {
+      while (i < k.size() && k[i] != ']') ++i;
+      continue;
+    }
+    out += k[i];
+  }
+  return out;
+}
+
+// Every key of every table in config/README.md: rows start with "| `key`" (several keys in one
+// row as "`a`, `b`"); "## section" headers and "`paths[]`:" sub-tables give the prefix.
+std::set<std::string> documented_keys() {
+  std::ifstream in(std::string(SG_SOURCE_ROOT) + "/config/README.md");
+  std::set<std::string> keys;
+  std::string line, section, sub;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) {
+      section = line.substr(3, line.find(' ', 3) - 3);
+      sub.clear();
+    } else if (line.rfind("`paths[]`:", 0) == 0) {
+      sub = "paths.";
+    } else if (line.rfind("| `", 0) == 0 && !section.empty()) {
+      const std::string cell = line.substr(2, line.find(" |", 2) - 2);
+      for (size_t p = cell.find('`'); p != std::string::npos; p = cell.find('`', cell.find('`', p + 1) + 1)) {
+        const size_t e = cell.find('`', p + 1);
+        keys.insert(section + "." + sub + cell.substr(p + 1, e - p - 1));
+      }
+    }
+  }
+  return keys;
+}
+
+TEST(ConfigDocs, EveryKeyTheLoaderReadsIsDocumentedAndNoOther) {
+  // A config that visits every reader: one port, one peer with one path.
+  const std::string text =
+      "site: {id: 1, name: a}\nports:\n  - {name: p0, vdev: net_ring0, ipv4: 10.0.0.1}\n"
+      "peers:\n  - {id: 2, name: b, address: 10.0.0.2, paths: [{id: 0, port: p0}]}\n";
+  std::set<std::string> loaded;
+  set_key_observer([&](const std::string& k) { loaded.insert(normalise(k)); });
+  const LoadResult r = load_config_text(text, "docs");
+  set_key_observer(nullptr);
+  ASSERT_TRUE(r.config) << all_errors(r);
+  const std::set<std::string> documented = documented_keys();
+  ASSERT_GT(documented.size(), 50u) << "the README's tables were not found";
+  for (const auto& k : loaded) {
+    // Section names themselves are asked for too ("transport", "peers.paths"): not keys.
+    const bool is_section = std::any_of(loaded.begin(), loaded.end(), [&](const std::string& o) {
+      return o.size() > k.size() && o.compare(0, k.size() + 1, k + ".") == 0;
+    });
+    if (!is_section) EXPECT_TRUE(documented.count(k)) << k << " is read by the loader but not documented";
+  }
+  for (const auto& k : documented) EXPECT_TRUE(loaded.count(k)) << k << " is documented but the loader never reads it";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The controller with a fake clock: replan triggers and hysteresis, the configured planner on
 // every replan, NetSenseML's codec choice, uplinks inferred from rows.
 #include "controller/controller.h"
+#include "controller/control_plane.h"
 
 #include <gtest/gtest.h>
 
@@ -222,6 +223,72 @@ TEST(EgressMeter, PeakOfBusyWindowsOnly) {
   }
   for (int i = 0; i < 100; ++i) m.on_total(sent, t += 10 * kMilli);  // idle for a second
   EXPECT_NEAR(m.peak(), 100e6, 1e6);
+}
+
+}  // namespace
+}  // namespace sg::controller
+
+namespace sg::controller {
+namespace {
+
+TEST(GatewayConfigToController, EveryControllerKeyIsCarriedOver) {
+  config::GatewayConfig g;
+  g.site.id = 20;
+  g.site.uplink_mbit = 400;
+  config::PeerConfig a, b;
+  a.id = 7;
+  a.uplink_mbit = 80;
+  b.id = 30;
+  g.peers = {a, b};
+  g.job.id = 9;
+  g.job.model_bytes = 1 << 20;
+  g.transport.chunk_bytes = 1024;
+  g.topology.planner = config::Planner::kNetStormRule;
+  g.topology.shards = 6;
+  g.topology.multipath = false;
+  g.topology.recompute_change = 0.35;
+  g.topology.min_interval_ms = 2500;
+  g.topology.probes = true;
+  g.topology.probe_rate_kbit = 800;
+  g.control.interval_ms = 40;
+  g.control.switch_rounds_ahead = 5;
+  g.compression.mode = config::CompressionMode::kAlways;
+  g.compression.codec = CodecId::kInt8;
+  const ControlPlaneConfig c = control_plane_config(g);
+  EXPECT_EQ(c.nodes, (std::vector<uint16_t>{7, 20, 30})) << "plan order: sorted site ids";
+  EXPECT_EQ(c.controller.sites, 3);
+  EXPECT_EQ(c.controller.self, 1);
+  EXPECT_EQ(c.controller.coordinator, 0) << "the lowest site id plans";
+  EXPECT_EQ(c.job, 9u);
+  EXPECT_EQ(c.switch_rounds_ahead, 5u);
+  EXPECT_TRUE(c.probes);
+  EXPECT_DOUBLE_EQ(c.probe.rate_bytes_per_s, 100e3);
+  EXPECT_EQ(c.probe.packet_bytes, 1024u);
+  EXPECT_EQ(c.controller.plan.planner, config::Planner::kNetStormRule);
+  EXPECT_EQ(c.controller.plan.shards, 6);
+  EXPECT_EQ(c.controller.plan.spread_to, 6);
+  EXPECT_FALSE(c.controller.plan.multipath);
+  EXPECT_EQ(c.controller.plan.model_bytes, 1u << 20);
+  EXPECT_EQ(c.controller.plan.chunk_bytes, 1024u);
+  EXPECT_DOUBLE_EQ(c.controller.recompute_change, 0.35);
+  EXPECT_EQ(c.controller.min_interval, 2500 * kMilli);
+  EXPECT_EQ(c.controller.decide_every, 40 * kMilli);
+  EXPECT_EQ(c.controller.compression.mode, config::CompressionMode::kAlways);
+  EXPECT_EQ(c.controller.uplinks, (std::vector<double>{10e6, 50e6, 0}));
+}
+
+TEST(Controller, PlanningTickSpacesDecisions) {
+  ControllerConfig cfg = config();
+  cfg.recompute_change = -1;  // every decision proposes
+  cfg.min_interval = 0;
+  cfg.decide_every = 100 * kMilli;
+  Controller c(cfg);
+  const topo::Plan first = c.initial_plan();
+  feed_all(c, kGbit, 0);
+  EXPECT_TRUE(c.decide(first, 1 * kSecond));
+  feed_all(c, kGbit, 0);
+  EXPECT_FALSE(c.decide(first, 1 * kSecond + 50 * kMilli)) << "within the planning tick";
+  EXPECT_TRUE(c.decide(first, 1 * kSecond + 100 * kMilli));
 }
 
 }  // namespace

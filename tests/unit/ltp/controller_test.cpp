@@ -79,6 +79,18 @@ TEST(DeliveryRate, IgnoresRandomLossAndFollowsDeliveryRate) {
   EXPECT_DOUBLE_EQ(c.btlbw(), 5e6) << "a timeout halves the estimate";
 }
 
+TEST(DeliveryRate, PacesAtTheInitialRateUntilItMeasured) {
+  // transport.initial_rate_mbit: the pace of a path nothing was measured on yet.
+  DeliveryRateConfig cfg;
+  cfg.initial_rate = 100e6 / 8;
+  DeliveryRateController c(cfg);
+  c.reset(0, kMss);
+  EXPECT_DOUBLE_EQ(c.pacing_rate(), 100e6 / 8);
+  DeliveryRateController d;  // unset: from the initial RTT, as before
+  d.reset(0, kMss);
+  EXPECT_NE(d.pacing_rate(), 100e6 / 8);
+}
+
 TEST(DeliveryRate, LeavesStartupWhenBandwidthPlateaus) {
   DeliveryRateController c;
   c.reset(0, kMss);

@@ -15,6 +15,19 @@ TEST(EarlyClose, ThresholdAdaptsToLossWithinBounds) {
   EXPECT_DOUBLE_EQ(EarlyClose(c).threshold(), 1.0 - c.max_loss_fraction) << "never below the hard bound";
 }
 
+TEST(EarlyClose, MinFractionIsAFloorUnderTheThreshold) {
+  // transport.early_close.min_fraction: however much loss was measured, never close a
+  // transfer with less than this fraction of it.
+  EarlyCloseConfig c;
+  c.max_loss_fraction = 0.2;
+  c.initial_loss = 0.5;  // the adaptive rule alone would accept 75%, the hard bound 80%
+  EXPECT_DOUBLE_EQ(EarlyClose(c).threshold(), 0.8);
+  c.min_fraction = 0.95;
+  EXPECT_DOUBLE_EQ(EarlyClose(c).threshold(), 0.95);
+  c.initial_loss = 0;
+  EXPECT_DOUBLE_EQ(EarlyClose(c).threshold(), c.threshold_max) << "a floor, not a target";
+}
+
 TEST(EarlyClose, LossEstimateIsAnEwmaOverTransfers) {
   EarlyCloseConfig c;
   EarlyClose e(c);
