@@ -140,6 +140,10 @@ int policy_cb(const char*, const char*, rte_tel_data* d) {
     rte_tel_data_add_dict_u64(d, "last_gain_permille", static_cast<uint64_t>(std::max(0.0, a->stats().last_gain.load()) * 1000));
     rte_tel_data_add_dict_u64(d, "approved_through", a->approved_through().load());
     rte_tel_data_add_dict_u64(d, "control_in", a->stats().control_in.load());
+    rte_tel_data_add_dict_u64(d, "rows_sent", a->stats().rows_sent.load());
+    rte_tel_data_add_dict_u64(d, "rows_received", a->stats().rows_received.load());
+    rte_tel_data_add_dict_u64(d, "probe_trains_sent", a->stats().probe_trains_sent.load());
+    rte_tel_data_add_dict_u64(d, "probe_results", a->stats().probe_results.load());
   }
   return 0;
 }

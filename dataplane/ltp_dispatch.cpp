@@ -6,6 +6,7 @@
 //   count_rx    per-type counters, by the engine that handles it (never twice)
 //   deliver_st  CONTROL to the control thread; everything else to the job's state machines,
 //               read in place from the mbuf (chunks are added straight from the payload)
+#include <rte_cycles.h>
 #include <rte_mbuf.h>
 
 #include <algorithm>
@@ -35,7 +36,7 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
     // reads (the control thread may read it many microseconds later).
     if (in.common.type == wire::MsgType::kProbe)
       wire::stamp_probe_arrival(std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*) + in.off, in.msg.size()),
-                                static_cast<uint64_t>(now_ns(now_tsc)));
+                                static_cast<uint64_t>(now_ns(rte_rdtsc())));  // this packet's own time
     if (rte_ring_enqueue(ctl_in_, m) != 0) {
       ltp_.control_full.add();
       rte_pktmbuf_free(m);

@@ -31,6 +31,7 @@ ControlPlaneConfig control_plane_config(const config::GatewayConfig& cfg) {
   c.probes = cfg.topology.probes;
   c.probe.rate_bytes_per_s = cfg.topology.probe_rate_kbit * 1000.0 / 8;
   c.probe.packet_bytes = cfg.transport.chunk_bytes;
+  c.probe.train_packets = 16;  // software timestamps: a longer train, measured over its second half
   return c;
 }
 

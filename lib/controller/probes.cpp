@@ -44,13 +44,14 @@ std::vector<ProbeOrder> ProbeScheduler::due(Nanos now, std::span<const uint64_t>
 
 bool ProbeReceiver::finish(int from, Train& t, ProbeResult& out) {
   t.open = false;
+  const bool half = t.mid >= 0 && t.last > t.mid && t.got - (t.count + 1) / 2 >= 2;
   if (t.got < 2 || t.last <= t.first) {
     ++dropped_;
     return false;
   }
   out.from = from;
-  out.bytes = t.bytes;
-  out.spread = t.last - t.first;
+  out.bytes = half ? t.bytes_mid : t.bytes;
+  out.spread = half ? t.last - t.mid : t.last - t.first;
   out.at = t.last;
   return true;
 }
@@ -72,9 +73,11 @@ bool ProbeReceiver::on_packet(int from, uint32_t train, uint16_t seq, uint16_t c
     t.first = rx;
   } else {
     t.bytes += bytes;  // bytes after the first arrival
+    if (t.mid >= 0) t.bytes_mid += bytes;
   }
   t.last = rx;
   ++t.got;
+  if (t.mid < 0 && t.got == (t.count + 1) / 2) t.mid = rx;
   if (t.got >= t.count) {
     ProbeResult r;
     if (finish(from, t, r)) {

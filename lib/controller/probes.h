@@ -9,8 +9,11 @@
 // the site's uplink whatever the number of links.
 //
 // ProbeReceiver (receiver side): gathers the packets of each train by (source, train) and,
-// once the last packet arrives or the train goes quiet, reports the rate:
-//   (packets received - 1) x packet bytes / (last arrival - first arrival).
+// once the last packet arrives or the train goes quiet, reports the rate over its second half:
+//   (bytes that arrived after the middle packet) / (last arrival - middle arrival).
+// The first packets of a train may wait in a receive ring while a polling engine sleeps
+// (idle back-off) and are then read together, which would shrink the spread; by the middle
+// of the train the engine is polling. Trains too short for a second half use every packet.
 // Trains with fewer than two packets or a zero spread say nothing and are dropped (counted).
 #pragma once
 
@@ -80,8 +83,9 @@ class ProbeReceiver {
     bool open = false;
     uint32_t id = 0;
     uint16_t count = 0, got = 0;
-    uint32_t bytes = 0;
-    Nanos first = 0, last = 0;
+    uint32_t bytes = 0;       // after the first arrival
+    uint32_t bytes_mid = 0;   // after the middle arrival
+    Nanos first = 0, mid = -1, last = 0;
   };
   bool finish(int from, Train& t, ProbeResult& out);
   Nanos quiet_;
