@@ -32,6 +32,7 @@ ControlPlaneConfig control_plane_config(const config::GatewayConfig& cfg) {
   c.probe.rate_bytes_per_s = cfg.topology.probe_rate_kbit * 1000.0 / 8;
   c.probe.packet_bytes = cfg.transport.chunk_bytes;
   c.probe.train_packets = 16;  // software timestamps: a longer train, measured over its second half
+  c.controller.expect_full_view = cfg.topology.probes;
   return c;
 }
 
@@ -193,13 +194,18 @@ void ControlPlane::send_probes(Nanos now, std::span<const uint64_t> sent_to, ltp
 Nanos ControlPlane::tick(Nanos now, uint32_t completed, std::span<const uint64_t> sent_to, uint64_t sent_total,
                          ltp::PacketSink& tx) {
   egress_.on_total(sent_total, now);
+  if (last_row_at_ < 0) last_row_at_ = now;
   if (completed > last_completed_) {
     last_completed_ = completed;
     est_.end_round(now);  // one estimator window per round
     if (completed >= last_row_round_ + std::max<uint32_t>(cfg_.row_every_rounds, 1)) {
       last_row_round_ = completed;
+      last_row_at_ = now;
       send_row(now, completed);
     }
+  } else if (cfg_.row_interval > 0 && now - last_row_at_ >= cfg_.row_interval) {
+    last_row_at_ = now;
+    send_row(now, completed);
   }
   for (const ProbeResult& r : probe_rx_.expire(now)) {
     est_.on_probe_pair(static_cast<uint16_t>(r.from), static_cast<uint16_t>(self_), r.bytes, r.spread, r.at);

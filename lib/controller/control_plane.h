@@ -35,6 +35,8 @@ struct ControlPlaneConfig {
   uint32_t job = 1;
   uint32_t switch_rounds_ahead = 2;
   uint32_t row_every_rounds = 2;    // a measurement row to the coordinator this often
+  Nanos row_interval = 1 * kSecond; // ... and at least this often while no round completes
+                                    // (probes measure links before a job's first round)
   bool probes = false;
   ProbeSettings probe;
   measure::EstimatorConfig estimator;  // `sites` is set from the controller's
@@ -108,6 +110,7 @@ class ControlPlane {
   uint64_t current_version_ = 0;
   std::optional<topo::Plan> proposed_;  // coordinator: the last plan it proposed
   uint32_t last_completed_ = 0, last_row_round_ = 0;
+  Nanos last_row_at_ = -1;
   uint32_t probe_train_ = 0;
   std::vector<uint8_t> probe_buf_, probe_pad_;
   ControlPlaneStats stats_;

@@ -5,6 +5,9 @@
 #include "topology/round_time.h"
 
 namespace sg::controller {
+namespace {
+constexpr Nanos kProbeFresh = 20 * kSecond;  // a probe result stands for the link this long
+}  // namespace
 
 std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg) {
   std::vector<uint16_t> s{cfg.site.id};
@@ -56,7 +59,7 @@ topo::Plan Controller::initial_plan(std::string* error) const {
   return plan;
 }
 
-void Controller::on_row(const wire::MeasureRow& row, Nanos) {
+void Controller::on_row(const wire::MeasureRow& row, Nanos now) {
   if (row.site >= n_) {
     ++stats_.rows_refused;
     return;
@@ -74,6 +77,7 @@ void Controller::on_row(const wire::MeasureRow& row, Nanos) {
     if (l.rtt_s > 0) rtt_[k] = l.rtt_s;
   }
   egress_peak_[row.site] = std::max(egress_peak_[row.site], row.egress_peak);
+  if (first_row_at_ < 0) first_row_at_ = now;
   ++stats_.rows;
 }
 
@@ -124,10 +128,13 @@ std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos no
   if (cfg_.max_proposals && stats_.proposals + stats_.codec_proposals >= cfg_.max_proposals) return std::nullopt;
   if (last_proposal_ >= 0 && now - last_proposal_ < cfg_.min_interval) return std::nullopt;
   if (last_decision_ >= 0 && now - last_decision_ < cfg_.decide_every) return std::nullopt;
-  // Every site has reported once: the view is no longer mostly priors.
+  // Enough of the view is measured: at least a link per site, and every link where probes
+  // measure idle ones (for a while: a link no probe reaches must not block planning forever).
   int measured = 0;
   for (const LinkView& l : links_) measured += l.bytes_per_s > 0;
   if (measured < n_) return std::nullopt;
+  const bool waiting = cfg_.expect_full_view && measured < n_ * (n_ - 1) && now - first_row_at_ < cfg_.full_view_wait;
+  if (waiting && stats_.proposals + stats_.codec_proposals == 0) return std::nullopt;
   rows_at_decision_ = stats_.rows;
   last_decision_ = now;
   ++stats_.replans_considered;
@@ -169,11 +176,18 @@ wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self
     l.from = static_cast<uint16_t>(k);
     l.source = static_cast<uint8_t>(s.source);
     l.bytes_per_s = s.bytes_per_s;
-    if (s.probe_bytes_per_s > 0 && s.probe_at > s.updated_at && s.probe_bytes_per_s > l.bytes_per_s) {
+    // A probe measures the link alone; traffic windows measure what the link carried while
+    // it shared its sites' uplinks with the job's other transfers. The planner models the
+    // uplinks itself, so it wants the link's own rate: a recent probe above the traffic
+    // figure is taken.
+    const bool probe_recent = s.probe_at >= 0 && now - s.probe_at <= kProbeFresh;
+    if (s.probe_bytes_per_s > 0 && probe_recent && s.probe_bytes_per_s > l.bytes_per_s) {
       l.bytes_per_s = s.probe_bytes_per_s;
       l.source = static_cast<uint8_t>(measure::Source::kProbe);
     }
-    l.rtt_s = s.rtt_smoothed > 0 ? seconds(s.rtt_smoothed) : -1;
+    // The planner prices propagation: the minimum RTT, not one inflated by the job's queues.
+    const Nanos rtt = s.rtt_min > 0 ? s.rtt_min : s.rtt_smoothed;
+    l.rtt_s = rtt > 0 ? seconds(rtt) : -1;
     l.rtt_trend = s.rtt_trend;
     l.loss = s.loss_rate;
     row.links.push_back(l);

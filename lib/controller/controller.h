@@ -52,6 +52,10 @@ struct ControllerConfig {
   // Proposals allowed over the job (0: no limit). 1 makes the "stuck" baseline: one plan
   // from the first measurements, never revised.
   uint32_t max_proposals = 0;
+  // With probes every link gets measured: the first plan waits for the whole view (or until
+  // `full_view_wait` after the first row), instead of planning on medians for the rest.
+  bool expect_full_view = false;
+  Nanos full_view_wait = 10 * kSecond;
 };
 
 // The sites of the job in plan order (sorted site ids: this site and its peers).
@@ -102,13 +106,14 @@ class Controller {
   LinkCodecs codecs_;
   Nanos last_proposal_ = -1;
   Nanos last_decision_ = -1;
+  Nanos first_row_at_ = -1;
   uint64_t rows_at_decision_ = 0;
   ControllerStats stats_;
 };
 
-// A site's row from its estimator: every link k -> self. A probe newer than the link's
-// traffic estimate counts as the link's capacity where it is higher (traffic only says what
-// a link carried).
+// A site's row from its estimator: every link k -> self. A recent probe counts as the link's
+// rate where it is higher than the traffic estimate (traffic says what a link carried while
+// sharing its sites' uplinks; the planner models the uplinks itself).
 wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self, uint32_t round, double egress_peak,
                           Nanos now);
 

@@ -1,6 +1,8 @@
 #include "experiments.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <chrono>
 
 #include "controller/controller.h"
@@ -134,6 +136,7 @@ controller::ControlPlaneConfig stack_control(const Setup& s, const sim::WanSpec&
   c.switch_rounds_ahead = 2;
   c.row_every_rounds = 1;
   c.probes = o.awareness != Awareness::kPassive;
+  k.expect_full_view = c.probes;
   // Trains of chunk-sized packets (1/scale of their bytes real, full size on the wire) within
   // a per-site budget: probes take their share of the links they measure.
   c.probe.packet_bytes = s.chunk_real;
@@ -172,6 +175,12 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
   }
   wan.set_splits(first.splits);
   sim::Cluster c(wan, std::move(sites));
+  // The gateways are up before the job's first round: their control planes run (probes on
+  // idle links, rows, a first measured plan) for o.warmup of virtual time.
+  if (o.warmup > 0) {
+    for (int i = 0; i < n; ++i) wan.wake(i, wan.now());
+    wan.run([](int) { return false; }, wan.now() + o.warmup);
+  }
   uint32_t version = gw[0]->policy_version();
   for (int r = 1; r <= rounds; ++r) {
     const sim::RoundResult rr = c.run_round(static_cast<uint32_t>(r), {s.local}, kRoundLimit);
@@ -189,6 +198,17 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
     out.last = rr.stats;
     out.ok &= rr.ok;
     if (!rr.ok) break;
+  }
+  if (std::getenv("SG_SIM_DEBUG")) {
+    // Diagnostic only (nothing decides on it): the coordinator's view against the true rates.
+    const topo::Network view = gw[0]->plane().controller().view();
+    const topo::Network truth = sim::network_at(w, wan.now(), s.scale, kAggBps);
+    std::fprintf(stderr, "%s: link view / true (Mbit/s, real bytes)\n", name.c_str());
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j)
+        if (i != j) std::fprintf(stderr, " %d>%d %.0f/%.0f", i, j, view.link_bw(i, j) * 8e-6, truth.link_bw(i, j) * 8e-6);
+      std::fprintf(stderr, "\n");
+    }
   }
   uint64_t probe_bytes = 0;
   for (auto* g : gw) probe_bytes += g->plane().prober().probe_bytes();

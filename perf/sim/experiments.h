@@ -69,7 +69,8 @@ struct StackOptions {
   bool compress = false;
   int max_trees = 12;                     // the planner's tree budget (topology.shards)
   double recompute_change = 0.2;          // the gateway's default
-  double probe_rate_bytes_per_s = 4e6 / 8;  // per site, wire bytes (topology.probe_rate_kbit = 4000)
+  double probe_rate_bytes_per_s = 20e6 / 8;  // per site, wire bytes (topology.probe_rate_kbit = 20000)
+  Nanos warmup = 5 * kSecond;  // the gateways run before the first round
 };
 struct StackRound {
   double start_s = 0, seconds = 0;

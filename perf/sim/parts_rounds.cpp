@@ -95,7 +95,7 @@ void part_rounds(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repor
       t.print();
       std::string per_round;
       for (const auto& x : st.rounds) per_round += bench::fmt(x.seconds, " %.2f") + (x.replanned ? "*" : "");
-      std::printf("  full stack: rounds%s s (* = a new policy from the next round), %d policy switches, %d links\n"
+      std::printf("  full stack: rounds%s s (* = ran a new policy), %d policy switches, %d links\n"
                   "  compressed by NetSenseML's rule in its last round (compute %.0f ms per round), probes %.1f MB\n",
                   per_round.c_str(), st.policy_switches, compressed, sc.compute_ms, st.probe_wire_bytes / 1e6);
       std::printf("  speedup vs PS %.2fx (FAPT only %.2fx), vs ring %.2fx, vs blind %.2fx; multipath gain %.2f; "
