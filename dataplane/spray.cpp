@@ -71,6 +71,7 @@ void Sprayer::set_plan(const topo::Plan& plan, const std::vector<uint16_t>& site
       s.current = 0;
     }
     p.rr = 0;
+    if (measured_) reweigh(p);  // paths keep what they measured; the plan says which are in
   }
 }
 
@@ -79,6 +80,7 @@ void Sprayer::set_path_factor(uint16_t peer, unsigned slot, double factor) {
   if (!p || slot >= p->count) return;
   p->slot[slot].factor = std::max(0.0, factor);
   refresh(p->slot[slot]);
+  if (measured_) reweigh(*p);
 }
 
 void Sprayer::expire(Slot& s, Nanos now, Nanos peer_srtt) {
@@ -196,7 +198,50 @@ void Sprayer::on_ack_st(uint16_t peer, uint16_t path_id, Nanos echo_ts, Nanos no
     matched = true;
   }
   const Nanos rtt = now - echo_ts;
-  if (matched && rtt > 0 && rtt < 10 * kSecond) s.srtt = s.srtt ? s.srtt + (rtt - s.srtt) / 8 : rtt;
+  if (matched && rtt > 0 && rtt < 10 * kSecond) {
+    s.srtt = s.srtt ? s.srtt + (rtt - s.srtt) / 8 : rtt;
+    s.min_rtt = s.min_rtt ? std::min(s.min_rtt, rtt) : rtt;
+  }
+  if (matched && measured_) sample_rate(*p, s, now);
+}
+
+double Sprayer::rate_of(const Slot& s) { return *std::max_element(s.rate_max.begin(), s.rate_max.end()); }
+
+void Sprayer::sample_rate(Peer& p, Slot& s, Nanos now) {
+  // A rate sample per round trip (at least a millisecond) of ACKs. Round trips and epochs go
+  // by the minimum RTT: an overloaded path's queue must not stretch them.
+  const Nanos span = std::max<Nanos>(kMinExpiry / 2, s.min_rtt);
+  if (s.mark_t < 0) {
+    s.mark_t = now;
+    s.mark_done = s.done;
+  } else if (now - s.mark_t >= span) {
+    const double r = static_cast<double>(s.done - s.mark_done) / seconds(now - s.mark_t);
+    double& cur = s.rate_max[p.epoch % kRateEpochs];
+    cur = std::max(cur, r);
+    s.mark_t = now;
+    s.mark_done = s.done;
+  }
+  // Epochs of 4 of the peer's largest minimum RTTs: the oldest maximum ages out, the next
+  // slot probes.
+  Nanos peer_rtt = 0;
+  for (unsigned k = 0; k < p.count; ++k) peer_rtt = std::max(peer_rtt, p.slot[k].min_rtt);
+  if (p.epoch_t < 0) p.epoch_t = now;
+  if (now - p.epoch_t >= std::max<Nanos>(kMinExpiry, 4 * peer_rtt)) {
+    p.epoch_t = now;
+    ++p.epoch;
+    for (unsigned k = 0; k < p.count; ++k) p.slot[k].rate_max[p.epoch % kRateEpochs] = 0;
+    reweigh(p);
+  }
+}
+
+void Sprayer::reweigh(Peer& p) {
+  for (unsigned k = 0; k < p.count; ++k)
+    if (p.slot[k].plan_weight > 0 && rate_of(p.slot[k]) <= 0) return;  // not every path measured yet
+  const unsigned probing = static_cast<unsigned>(p.epoch % p.count);
+  for (unsigned k = 0; k < p.count; ++k) {
+    Slot& s = p.slot[k];
+    s.weight = s.plan_weight > 0 ? rate_of(s) * s.factor * (k == probing ? kProbeGain : 1.0) : 0.0;
+  }
 }
 
 unsigned Sprayer::slots(uint16_t peer) const {
@@ -210,6 +255,10 @@ int Sprayer::route(uint16_t peer, unsigned slot) const {
 uint16_t Sprayer::via(uint16_t peer, unsigned slot) const {
   const Peer* p = find(peer);
   return p && slot < p->count ? p->slot[slot].via : 0;
+}
+double Sprayer::delivery_rate(uint16_t peer, unsigned slot) const {
+  const Peer* p = find(peer);
+  return p && slot < p->count ? rate_of(p->slot[slot]) : 0.0;
 }
 double Sprayer::weight(uint16_t peer, unsigned slot) const {
   const Peer* p = find(peer);

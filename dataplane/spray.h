@@ -13,6 +13,14 @@
 //   kWeighted  smooth weighted round robin by weight alone (what the simulator does).
 //   kEqual     round robin over the usable slots: the naive split, limited by the slowest path.
 //
+// Measured weights (on by default): every slot keeps its own delivery rate from the ACK clock
+// (bytes that left the path per time, the maximum over the last kRateEpochs epochs of 4
+// minimum RTTs), and once every slot of a peer the plan uses has one, a slot's weight is that
+// rate instead of the plan's split. A slot whose share of the traffic is below what its path
+// carries delivers only its share, so one slot at a time is given 25% more than its rate for
+// an epoch (probing, as BBR's gain cycle): a path with room delivers more and its rate rises.
+// Paths the plan gives no weight stay out.
+//
 // In-flight per slot: bytes sent minus bytes known to have left the path. The receiver's ACK
 // echoes the path_id and send_ts of the DATA that triggered it; a path delivers in order, so
 // everything sent on that slot up to that send_ts has arrived or is lost. Entries older than a
@@ -54,9 +62,13 @@ class Sprayer {
   // plan does not split send everything direct, shared equally. A relay the plan names but no
   // config path reaches gives its weight to the direct paths. Allocation-free.
   void set_plan(const topo::Plan& plan, const std::vector<uint16_t>& sites, int self);
-  // A measured factor for one slot (1.0 = as the plan says); 0 takes the slot out.
+  // A fixed factor for one slot on top of its weight (1.0 = none); 0 takes the slot out.
   void set_path_factor(uint16_t peer, unsigned slot, double factor);
   void set_mode(SprayMode m) { mode_ = m; }
+  // Weights from each path's measured delivery rate (default) or from the plan alone.
+  void set_measured_weights(bool on) { measured_ = on; }
+  static constexpr int kRateEpochs = 4;
+  static constexpr double kProbeGain = 1.25;
   SprayMode mode() const { return mode_; }
 
   // Hot path (owner only). pick returns the slot for a chunk of `bytes` to `peer`, or -1 if
@@ -72,6 +84,7 @@ class Sprayer {
   uint16_t via(uint16_t peer, unsigned slot) const;
   double weight(uint16_t peer, unsigned slot) const;
   uint64_t inflight(uint16_t peer, unsigned slot) const;
+  double delivery_rate(uint16_t peer, unsigned slot) const;  // bytes/s measured; 0: not yet
   const SlotCounters* counters(uint16_t peer, unsigned slot) const;
 
  private:
@@ -86,6 +99,11 @@ class Sprayer {
     int64_t current = 0;  // smooth weighted round robin state (kWeighted)
     uint64_t sent = 0, done = 0;  // cumulative bytes: sent, and known delivered or lost
     Nanos srtt = 0;
+    Nanos min_rtt = 0;  // the smallest RTT seen: the path's propagation, without its queue
+    // Delivery rate: bytes that left the path since the mark, per time; max per epoch.
+    uint64_t mark_done = 0;
+    Nanos mark_t = -1;
+    std::array<double, kRateEpochs> rate_max{};
     std::array<Flight, kFlightRing> ring{};
     size_t head = 0, len = 0;
     SlotCounters c;
@@ -94,15 +112,21 @@ class Sprayer {
     uint16_t id = 0;
     unsigned count = 0;
     unsigned rr = 0;  // kEqual
+    uint64_t epoch = 0;     // rate epochs so far (the probing slot is epoch % count)
+    Nanos epoch_t = -1;
     std::array<Slot, kMaxSlots> slot;
   };
   Peer* find(uint16_t peer);
   const Peer* find(uint16_t peer) const;
   static void expire(Slot& s, Nanos now, Nanos peer_srtt);
   static void refresh(Slot& s) { s.weight = s.plan_weight * s.factor; }
+  static double rate_of(const Slot& s);
+  void sample_rate(Peer& p, Slot& s, Nanos now);
+  void reweigh(Peer& p);
 
   std::deque<Peer> peers_;  // grows at setup only (a deque: slots hold atomics, never moved)
   SprayMode mode_ = SprayMode::kAdaptive;
+  bool measured_ = true;
 };
 
 }  // namespace sg::dp

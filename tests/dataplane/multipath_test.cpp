@@ -68,8 +68,10 @@ struct SimResult {
   int ticks = 0;
   double fast_share = 0;
 };
-SimResult simulate(SprayMode mode, int total) {
+// window > 0: at most that many packets in flight, as the sender's congestion window keeps it.
+SimResult simulate(SprayMode mode, int total, bool measured = true, int window = 0) {
   Sprayer sp;
+  sp.set_measured_weights(measured);
   sp.add_path(2, 0, 0);
   sp.add_path(2, 1, 0);  // equal plan weights: the adaptive mode must find the 3:1 itself
   sp.set_mode(mode);
@@ -89,7 +91,7 @@ SimResult simulate(SprayMode mode, int total) {
       sp.on_ack_st(2, pathid::direct(static_cast<unsigned>(acks.front().slot)), acks.front().echo, now);
       acks.pop_front();
     }
-    for (int k = 0; k < 4 && sent < total; ++k, ++sent) {
+    for (int k = 0; k < 4 && sent < total && (window == 0 || sent - delivered < window); ++k, ++sent) {
       const int s = sp.pick_st(2, 1000, now);
       sp.on_sent_st(2, static_cast<unsigned>(s), 1000, now);
       queue[s].push_back(now);
@@ -115,6 +117,17 @@ TEST(Sprayer, AdaptiveModeKeepsTheSlowPathFromHoldingTheTransferBack) {
   EXPECT_NEAR(equal.fast_share, 0.5, 0.001);
   EXPECT_LT(adaptive.ticks, 5600);
   EXPECT_GT(equal.ticks, 9900);
+}
+
+TEST(Sprayer, MeasuredWeightsFindThePathsRatesFromTheAckClock) {
+  // Weighted round robin on equal plan weights deals half to each path; with the weights
+  // measured from each path's delivery rate (and one path at a time probing 25% above it)
+  // the split moves to the paths' 3:1 and the transfer finishes near the best time.
+  const SimResult plan = simulate(SprayMode::kWeighted, 80000, /*measured=*/false, /*window=*/400);
+  const SimResult measured = simulate(SprayMode::kWeighted, 80000, /*measured=*/true, /*window=*/400);
+  EXPECT_NEAR(plan.fast_share, 0.5, 0.001);
+  EXPECT_GT(measured.fast_share, 0.68);
+  EXPECT_LT(measured.ticks, 0.65 * plan.ticks);
 }
 
 TEST(Sprayer, HostileAcksAreIgnored) {
@@ -268,6 +281,9 @@ struct Testbed {
     }
   }
 
+  void set_measured_weights(bool on) {
+    for (auto& s : sites) s.tx->sprayer().set_measured_weights(on);
+  }
   void set_mode(SprayMode m) {
     for (auto& s : sites) s.tx->sprayer().set_mode(m);
   }
@@ -383,6 +399,7 @@ TEST(Multipath, ChunksSpreadOverPathsAndQueuesByWeight) {
   // two TX queues per port. Weighted mode: slots get exactly 1.5 : 1.5 : 1 of first sends.
   Testbed tb("s", 2, 256 * 1024, 2, /*relay=*/true, 2, 3, 1);
   tb.set_mode(SprayMode::kWeighted);
+  tb.set_measured_weights(false);  // the plan's split alone (measured weights: the test above)
   ASSERT_TRUE(tb.run(std::chrono::seconds(90)));
   for (auto& s : tb.sites) {
     EXPECT_EQ(s.job->counters().values_exact.get(), s.job->counters().values_checked.get()) << s.cfg.site.name;
