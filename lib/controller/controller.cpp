@@ -6,7 +6,7 @@
 
 namespace sg::controller {
 namespace {
-constexpr Nanos kProbeFresh = 20 * kSecond;  // a probe result stands for the link this long
+constexpr Nanos kProbeFresh = 120 * kSecond;  // a probe result stands for the link this long
 }  // namespace
 
 std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg) {
@@ -45,6 +45,7 @@ ControllerConfig controller_config(const config::GatewayConfig& cfg) {
 
 Controller::Controller(ControllerConfig cfg)
     : cfg_(std::move(cfg)), n_(cfg_.sites), links_(static_cast<size_t>(n_) * n_),
+      probe_(static_cast<size_t>(n_) * n_, 0.0), source_(static_cast<size_t>(n_) * n_, 0),
       rtt_(static_cast<size_t>(n_) * n_, -1.0), egress_peak_(static_cast<size_t>(n_), 0.0),
       codecs_(cfg_.compression, n_) {
   cfg_.uplinks.resize(static_cast<size_t>(n_), 0.0);
@@ -71,7 +72,9 @@ void Controller::on_row(const wire::MeasureRow& row, Nanos now) {
     if (l.source == static_cast<uint8_t>(measure::Source::kTraffic) ||
         l.source == static_cast<uint8_t>(measure::Source::kProbe)) {
       links_[k].bytes_per_s = l.bytes_per_s;
+      source_[k] = l.source;
     }
+    if (l.probe_bytes_per_s > 0) probe_[k] = l.probe_bytes_per_s;
     links_[k].rtt_trend = l.rtt_trend;
     links_[k].loss = l.loss;
     if (l.rtt_s > 0) rtt_[k] = l.rtt_s;
@@ -94,13 +97,49 @@ double Controller::uplink(int site) const {
   return sum > cfg_.uplink_share_factor * peak ? peak : 0;
 }
 
+// Traffic windows measure what a link carried while it shared its sites' uplinks with the
+// job's other transfers; a probe measures the link alone. The planner models the uplinks
+// itself, so it wants each link's own rate:
+//   - a link whose sender's egress or receiver's ingress was near its uplink (the traffic
+//     rates through that site add up to >= kSaturated of it) carried a share: its rate is the
+//     larger of that share and its probe;
+//   - otherwise the link itself limited its traffic: the traffic figure stands, also below
+//     an older probe (the link slowed down);
+//   - a link without traffic: its probe.
+// Sites with no known uplink: the larger of traffic and probe.
+namespace {
+constexpr double kSaturated = 0.85;
+}
+
+double Controller::link_rate(int i, int j, const std::vector<double>& out_sum, const std::vector<double>& in_sum) const {
+  const size_t k = static_cast<size_t>(i) * n_ + j;
+  const double probe = probe_[k];
+  if (source_[k] != static_cast<uint8_t>(measure::Source::kTraffic)) return std::max(links_[k].bytes_per_s, probe);
+  const double t = links_[k].bytes_per_s;
+  const double ui = uplink(i), uj = uplink(j);
+  const bool shared = (ui > 0 && out_sum[i] >= kSaturated * ui) || (uj > 0 && in_sum[j] >= kSaturated * uj);
+  const bool uplinks_known = ui > 0 || uj > 0;
+  if (shared || !uplinks_known) return std::max(t, probe);
+  return t;
+}
+
 topo::Network Controller::view() const {
+  std::vector<double> out_sum(static_cast<size_t>(n_), 0.0), in_sum(static_cast<size_t>(n_), 0.0);
+  for (int i = 0; i < n_; ++i)
+    for (int j = 0; j < n_; ++j) {
+      const size_t k = static_cast<size_t>(i) * n_ + j;
+      if (i == j || source_[k] != static_cast<uint8_t>(measure::Source::kTraffic)) continue;
+      out_sum[i] += links_[k].bytes_per_s;
+      in_sum[j] += links_[k].bytes_per_s;
+    }
+  std::vector<double> rate(static_cast<size_t>(n_) * n_, 0.0);
   std::vector<double> known, known_rtt;
   for (int i = 0; i < n_; ++i)
     for (int j = 0; j < n_; ++j) {
       const size_t k = static_cast<size_t>(i) * n_ + j;
       if (i == j) continue;
-      if (links_[k].bytes_per_s > 0) known.push_back(links_[k].bytes_per_s);
+      rate[k] = link_rate(i, j, out_sum, in_sum);
+      if (rate[k] > 0) known.push_back(rate[k]);
       if (rtt_[k] > 0) known_rtt.push_back(rtt_[k]);
     }
   auto median = [](std::vector<double> v, double fallback) {
@@ -114,7 +153,7 @@ topo::Network Controller::view() const {
     for (int j = 0; j < n_; ++j) {
       const size_t k = static_cast<size_t>(i) * n_ + j;
       if (i == j) continue;
-      if (links_[k].bytes_per_s > 0) net.bw[k] = links_[k].bytes_per_s;
+      if (rate[k] > 0) net.bw[k] = rate[k];
       if (rtt_[k] > 0) net.rtt[k] = rtt_[k];
     }
   std::vector<double> up(static_cast<size_t>(n_));
@@ -131,7 +170,7 @@ std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos no
   // Enough of the view is measured: at least a link per site, and every link where probes
   // measure idle ones (for a while: a link no probe reaches must not block planning forever).
   int measured = 0;
-  for (const LinkView& l : links_) measured += l.bytes_per_s > 0;
+  for (size_t k = 0; k < links_.size(); ++k) measured += links_[k].bytes_per_s > 0 || probe_[k] > 0;
   if (measured < n_) return std::nullopt;
   const bool waiting = cfg_.expect_full_view && measured < n_ * (n_ - 1) && now - first_row_at_ < cfg_.full_view_wait;
   if (waiting && stats_.proposals + stats_.codec_proposals == 0) return std::nullopt;
@@ -176,15 +215,8 @@ wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self
     l.from = static_cast<uint16_t>(k);
     l.source = static_cast<uint8_t>(s.source);
     l.bytes_per_s = s.bytes_per_s;
-    // A probe measures the link alone; traffic windows measure what the link carried while
-    // it shared its sites' uplinks with the job's other transfers. The planner models the
-    // uplinks itself, so it wants the link's own rate: a recent probe above the traffic
-    // figure is taken.
-    const bool probe_recent = s.probe_at >= 0 && now - s.probe_at <= kProbeFresh;
-    if (s.probe_bytes_per_s > 0 && probe_recent && s.probe_bytes_per_s > l.bytes_per_s) {
-      l.bytes_per_s = s.probe_bytes_per_s;
-      l.source = static_cast<uint8_t>(measure::Source::kProbe);
-    }
+    if (s.probe_bytes_per_s > 0 && s.probe_at >= 0 && now - s.probe_at <= kProbeFresh)
+      l.probe_bytes_per_s = s.probe_bytes_per_s;
     // The planner prices propagation: the minimum RTT, not one inflated by the job's queues.
     const Nanos rtt = s.rtt_min > 0 ? s.rtt_min : s.rtt_smoothed;
     l.rtt_s = rtt > 0 ? seconds(rtt) : -1;

@@ -100,7 +100,11 @@ class Controller {
  private:
   ControllerConfig cfg_;
   int n_;
-  std::vector<LinkView> links_;       // [i*n+j]
+  std::vector<LinkView> links_;       // [i*n+j]: as reported (the estimator's figure)
+  std::vector<double> probe_;         // [i*n+j]: the latest probe of the link alone (0: none)
+  std::vector<uint8_t> source_;       // [i*n+j]: measure::Source of links_
+  // The link's own rate as the planner should see it (see view()).
+  double link_rate(int i, int j, const std::vector<double>& out_sum, const std::vector<double>& in_sum) const;
   std::vector<double> rtt_;           // seconds, [i*n+j]; < 0 unknown
   std::vector<double> egress_peak_;   // per site
   LinkCodecs codecs_;
@@ -111,9 +115,7 @@ class Controller {
   ControllerStats stats_;
 };
 
-// A site's row from its estimator: every link k -> self. A recent probe counts as the link's
-// rate where it is higher than the traffic estimate (traffic says what a link carried while
-// sharing its sites' uplinks; the planner models the uplinks itself).
+// A site's row from its estimator: every link k -> self, with the latest recent probe of each.
 wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self, uint32_t round, double egress_peak,
                           Nanos now);
 

@@ -38,6 +38,7 @@ std::vector<std::vector<uint8_t>> encode_measure_row(const MeasureRow& row, size
       e[k].source = std::min(l.source, kMaxMeasureSource);
       e[k].reserved = 0;
       e[k].bytes_per_s.store(clamp_to<uint64_t>(l.bytes_per_s, 0, static_cast<double>(kMaxMeasuredRate)));
+      e[k].probe_bytes_per_s.store(clamp_to<uint64_t>(l.probe_bytes_per_s, 0, static_cast<double>(kMaxMeasuredRate)));
       e[k].rtt_us.store(l.rtt_s < 0 ? kUnknownRtt : clamp_to<uint32_t>(l.rtt_s * 1e6, 0, kUnknownRtt - 1.0));
       e[k].rtt_trend.store(clamp_to<uint32_t>(l.rtt_trend * 1e4, 0, 1e9));
       e[k].loss_ppm.store(clamp_to<uint32_t>(l.loss * 1e6, 0, 1e6));
@@ -70,12 +71,13 @@ Result<MeasureRow> parse_measure_row(std::span<const uint8_t> bytes, uint16_t si
     l.from = e.from.load();
     if (l.from >= sites || l.from == row.site || e.source > kMaxMeasureSource) return WireError::kBadField;
     l.source = e.source;
-    const uint64_t rate = e.bytes_per_s.load();
+    const uint64_t rate = e.bytes_per_s.load(), probe = e.probe_bytes_per_s.load();
     const uint32_t loss = e.loss_ppm.load();
-    if (rate > kMaxMeasuredRate || loss > 1000000) return WireError::kBadField;
+    if (rate > kMaxMeasuredRate || probe > kMaxMeasuredRate || loss > 1000000) return WireError::kBadField;
     for (const LinkMeasure& seen : row.links)
       if (seen.from == l.from) return WireError::kBadField;  // one entry per link
     l.bytes_per_s = static_cast<double>(rate);
+    l.probe_bytes_per_s = static_cast<double>(probe);
     const uint32_t rtt = e.rtt_us.load();
     l.rtt_s = rtt == kUnknownRtt ? -1.0 : rtt * 1e-6;
     l.rtt_trend = e.rtt_trend.load() * 1e-4;

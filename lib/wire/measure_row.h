@@ -6,7 +6,7 @@
 //
 //   MeasureRowHeader  magic "MR", version, the reporting site (plan index), the round it
 //                     closed, entry count, and the site's own peak egress rate
-//   MeasureEntry[]    one per link k -> site: rate, smoothed RTT, RTT trend, loss, source
+//   MeasureEntry[]    one per link k -> site: rate, probe rate, RTT, RTT trend, loss, source
 //
 // All fields big-endian integers in fixed units (no floats on the wire): bytes/s, µs,
 // RTT trend x 10^4, loss in parts per million. Parsing checks every length and range.
@@ -38,14 +38,15 @@ static_assert(sizeof(MeasureRowHeader) == 20 && alignof(MeasureRowHeader) == 1);
 
 struct MeasureEntry {
   be16 from;        // the link from -> site (plan index)
-  uint8_t source;   // how the rate is known: 0 none, 1 traffic, 2 probe, 3 prior (measure::Source)
+  uint8_t source;   // how bytes_per_s is known: 0 none, 1 traffic, 2 probe, 3 prior (measure::Source)
   uint8_t reserved;
-  be64 bytes_per_s;
-  be32 rtt_us;      // smoothed RTT; kUnknownRtt if none
+  be64 bytes_per_s; // the estimator's figure (traffic windows, else a probe, else a prior)
+  be64 probe_bytes_per_s;  // the latest recent probe of the link alone; 0: none
+  be32 rtt_us;      // minimum (propagation) RTT; kUnknownRtt if none
   be32 rtt_trend;   // x 10^4 (10000 = flat)
   be32 loss_ppm;    // 0..10^6
 };
-static_assert(sizeof(MeasureEntry) == 24 && alignof(MeasureEntry) == 1);
+static_assert(sizeof(MeasureEntry) == 32 && alignof(MeasureEntry) == 1);
 
 inline constexpr uint32_t kUnknownRtt = 0xffffffff;
 inline constexpr uint8_t kMaxMeasureSource = 3;
@@ -56,6 +57,7 @@ struct LinkMeasure {
   uint16_t from = 0;
   uint8_t source = 0;
   double bytes_per_s = 0;
+  double probe_bytes_per_s = 0;
   double rtt_s = -1;      // < 0: unknown
   double rtt_trend = 1.0;
   double loss = 0;        // 0..1
