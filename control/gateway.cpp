@@ -337,9 +337,13 @@ bool Gateway::stop() {
       }
     }
     if (agent_)
-      std::printf("[%s] policy: version %u in force, %llu switches, %llu proposals (coordinator), last modelled gain %.2f\n",
+      std::printf("[%s] policy: version %u in force, %llu switches, %llu proposals (coordinator), last modelled gain %.2f; "
+                  "rows sent %llu received %llu; probe trains sent %llu, measured %llu\n",
                   cfg_.site.name.c_str(), policy_version(), (unsigned long long)agent_->stats().switches.load(),
-                  (unsigned long long)agent_->stats().proposals.load(), agent_->stats().last_gain.load());
+                  (unsigned long long)agent_->stats().proposals.load(), agent_->stats().last_gain.load(),
+                  (unsigned long long)agent_->stats().rows_sent.load(), (unsigned long long)agent_->stats().rows_received.load(),
+                  (unsigned long long)agent_->stats().probe_trains_sent.load(),
+                  (unsigned long long)agent_->stats().probe_results.load());
   }
   engines_.clear();
   handlers_.clear();

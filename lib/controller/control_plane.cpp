@@ -1,6 +1,8 @@
 #include "controller/control_plane.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "policy/messages.h"
 #include "topology/plan_codec.h"
@@ -216,6 +218,18 @@ Nanos ControlPlane::tick(Nanos now, uint32_t completed, std::span<const uint64_t
     // switch round is still ahead (lib/policy re-proposes an aborted attempt by itself).
     if (auto plan = ctl_.decide(proposed_ ? *proposed_ : current_, now)) {
       std::vector<uint8_t> bytes;
+      if (std::getenv("SG_SIM_DEBUG"))
+        std::fprintf(stderr, "t=%.2f propose: gain %.2f, %zu shards, %zu codecs, rows %llu\n", seconds(now),
+                     ctl_.stats().last_gain, plan->shards.size(), plan->codecs.size(),
+                     static_cast<unsigned long long>(ctl_.stats().rows));
+      if (std::getenv("SG_SIM_DEBUG_VIEW")) {
+        const topo::Network v = ctl_.view();
+        for (int i = 0; i < n_; ++i) {
+          for (int j = 0; j < n_; ++j)
+            if (i != j) std::fprintf(stderr, " %4.0f", v.link_bw(i, j) * 8e-6);
+          std::fprintf(stderr, "\n");
+        }
+      }
       if (topo::encode(*plan, bytes) == topo::PlanError::kOk && gw_->propose(std::move(bytes), now)) {
         ctl_.on_proposed(now);
         proposed_ = std::move(*plan);

@@ -46,6 +46,7 @@ ControllerConfig controller_config(const config::GatewayConfig& cfg) {
 Controller::Controller(ControllerConfig cfg)
     : cfg_(std::move(cfg)), n_(cfg_.sites), links_(static_cast<size_t>(n_) * n_),
       probe_(static_cast<size_t>(n_) * n_, 0.0), source_(static_cast<size_t>(n_) * n_, 0),
+      windows_(static_cast<size_t>(n_) * n_, 0), active_at_(static_cast<size_t>(n_) * n_, -1),
       rtt_(static_cast<size_t>(n_) * n_, -1.0), egress_peak_(static_cast<size_t>(n_), 0.0),
       codecs_(cfg_.compression, n_) {
   cfg_.uplinks.resize(static_cast<size_t>(n_), 0.0);
@@ -75,12 +76,15 @@ void Controller::on_row(const wire::MeasureRow& row, Nanos now) {
       source_[k] = l.source;
     }
     if (l.probe_bytes_per_s > 0) probe_[k] = l.probe_bytes_per_s;
+    if (l.windows > windows_[k]) active_at_[k] = now;
+    windows_[k] = l.windows;
     links_[k].rtt_trend = l.rtt_trend;
     links_[k].loss = l.loss;
     if (l.rtt_s > 0) rtt_[k] = l.rtt_s;
   }
   egress_peak_[row.site] = std::max(egress_peak_[row.site], row.egress_peak);
   if (first_row_at_ < 0) first_row_at_ = now;
+  last_row_at_ = std::max(last_row_at_, now);
   ++stats_.rows;
 }
 
@@ -103,23 +107,41 @@ double Controller::uplink(int site) const {
 //   - a link whose sender's egress or receiver's ingress was near its uplink (the traffic
 //     rates through that site add up to >= kSaturated of it) carried a share: its rate is the
 //     larger of that share and its probe;
-//   - otherwise the link itself limited its traffic: the traffic figure stands, also below
-//     an older probe (the link slowed down);
-//   - a link without traffic: its probe.
-// Sites with no known uplink: the larger of traffic and probe.
+//   - otherwise a traffic figure below the probe stands only if the link shows congestion
+//     (RTT rising or loss): the link slowed down; without those signs the job simply did not
+//     offer more and the probe stands;
+//   - a link without recent traffic: its probe (else its last figure).
 namespace {
 constexpr double kSaturated = 0.85;
+constexpr Nanos kActiveFor = 3 * kSecond;
+constexpr double kCongestedTrend = 1.25;  // recent RTT this far above the long-term one
+constexpr double kCongestedLoss = 0.005;
+}
+
+bool Controller::active(size_t k) const {
+  // New windows within the last few seconds of rows: the figure describes the link as the
+  // current plan uses it. An older one described another plan's load.
+  return active_at_[k] >= 0 && last_row_at_ - active_at_[k] <= kActiveFor;
 }
 
 double Controller::link_rate(int i, int j, const std::vector<double>& out_sum, const std::vector<double>& in_sum) const {
   const size_t k = static_cast<size_t>(i) * n_ + j;
   const double probe = probe_[k];
-  if (source_[k] != static_cast<uint8_t>(measure::Source::kTraffic)) return std::max(links_[k].bytes_per_s, probe);
+  if (source_[k] != static_cast<uint8_t>(measure::Source::kTraffic) || !active(k))
+    return probe > 0 ? probe : links_[k].bytes_per_s;
   const double t = links_[k].bytes_per_s;
   const double ui = uplink(i), uj = uplink(j);
-  const bool shared = (ui > 0 && out_sum[i] >= kSaturated * ui) || (uj > 0 && in_sum[j] >= kSaturated * uj);
-  const bool uplinks_known = ui > 0 || uj > 0;
-  if (shared || !uplinks_known) return std::max(t, probe);
+  // A full uplink split its rate over the site's links: this link alone would have had up to
+  // the whole uplink, in proportion (the share scaled by uplink / sum of shares).
+  double scale = 0;
+  if (ui > 0 && out_sum[i] >= kSaturated * ui) scale = std::max(scale, ui / out_sum[i]);
+  if (uj > 0 && in_sum[j] >= kSaturated * uj) scale = std::max(scale, uj / in_sum[j]);
+  if (scale > 0) return std::max(t * scale, probe);
+  // Below its probe with uplinks to spare: either the link slowed down or the job did not
+  // offer more (short transfers, a sender's startup). A slower link builds a queue or loses:
+  // only with those signs does the lower figure replace the probe.
+  const bool congested = links_[k].rtt_trend > kCongestedTrend || links_[k].loss > kCongestedLoss;
+  if (probe > t && !congested) return probe;
   return t;
 }
 
@@ -128,7 +150,7 @@ topo::Network Controller::view() const {
   for (int i = 0; i < n_; ++i)
     for (int j = 0; j < n_; ++j) {
       const size_t k = static_cast<size_t>(i) * n_ + j;
-      if (i == j || source_[k] != static_cast<uint8_t>(measure::Source::kTraffic)) continue;
+      if (i == j || source_[k] != static_cast<uint8_t>(measure::Source::kTraffic) || !active(k)) continue;
       out_sum[i] += links_[k].bytes_per_s;
       in_sum[j] += links_[k].bytes_per_s;
     }
@@ -222,6 +244,7 @@ wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self
     l.rtt_s = rtt > 0 ? seconds(rtt) : -1;
     l.rtt_trend = s.rtt_trend;
     l.loss = s.loss_rate;
+    l.windows = s.windows;
     row.links.push_back(l);
   }
   return row;

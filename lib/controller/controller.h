@@ -103,8 +103,12 @@ class Controller {
   std::vector<LinkView> links_;       // [i*n+j]: as reported (the estimator's figure)
   std::vector<double> probe_;         // [i*n+j]: the latest probe of the link alone (0: none)
   std::vector<uint8_t> source_;       // [i*n+j]: measure::Source of links_
+  std::vector<uint32_t> windows_;     // [i*n+j]: traffic windows reported so far
+  std::vector<Nanos> active_at_;      // [i*n+j]: when a row last showed new windows (-1: never)
   // The link's own rate as the planner should see it (see view()).
   double link_rate(int i, int j, const std::vector<double>& out_sum, const std::vector<double>& in_sum) const;
+  bool active(size_t k) const;  // the link carried traffic recently
+  Nanos last_row_at_ = -1;
   std::vector<double> rtt_;           // seconds, [i*n+j]; < 0 unknown
   std::vector<double> egress_peak_;   // per site
   LinkCodecs codecs_;

@@ -42,6 +42,7 @@ std::vector<std::vector<uint8_t>> encode_measure_row(const MeasureRow& row, size
       e[k].rtt_us.store(l.rtt_s < 0 ? kUnknownRtt : clamp_to<uint32_t>(l.rtt_s * 1e6, 0, kUnknownRtt - 1.0));
       e[k].rtt_trend.store(clamp_to<uint32_t>(l.rtt_trend * 1e4, 0, 1e9));
       e[k].loss_ppm.store(clamp_to<uint32_t>(l.loss * 1e6, 0, 1e6));
+      e[k].windows.store(l.windows);
     }
     out.push_back(std::move(msg));
   } while (i < row.links.size());
@@ -82,6 +83,7 @@ Result<MeasureRow> parse_measure_row(std::span<const uint8_t> bytes, uint16_t si
     l.rtt_s = rtt == kUnknownRtt ? -1.0 : rtt * 1e-6;
     l.rtt_trend = e.rtt_trend.load() * 1e-4;
     l.loss = loss * 1e-6;
+    l.windows = e.windows.load();
     row.links.push_back(l);
   }
   return row;

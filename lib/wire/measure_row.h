@@ -45,8 +45,9 @@ struct MeasureEntry {
   be32 rtt_us;      // minimum (propagation) RTT; kUnknownRtt if none
   be32 rtt_trend;   // x 10^4 (10000 = flat)
   be32 loss_ppm;    // 0..10^6
+  be32 windows;     // traffic windows measured on the link so far (rising: it carries traffic now)
 };
-static_assert(sizeof(MeasureEntry) == 32 && alignof(MeasureEntry) == 1);
+static_assert(sizeof(MeasureEntry) == 36 && alignof(MeasureEntry) == 1);
 
 inline constexpr uint32_t kUnknownRtt = 0xffffffff;
 inline constexpr uint8_t kMaxMeasureSource = 3;
@@ -61,6 +62,7 @@ struct LinkMeasure {
   double rtt_s = -1;      // < 0: unknown
   double rtt_trend = 1.0;
   double loss = 0;        // 0..1
+  uint32_t windows = 0;
 };
 
 struct MeasureRow {

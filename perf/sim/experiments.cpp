@@ -133,7 +133,7 @@ controller::ControlPlaneConfig stack_control(const Setup& s, const sim::WanSpec&
   if (o.awareness == Awareness::kStuck) k.max_proposals = 1;
   for (int i = 0; i < n; ++i) c.nodes.push_back(static_cast<uint16_t>(i + 1));
   c.job = 1;
-  c.switch_rounds_ahead = 2;
+  c.switch_rounds_ahead = 1;  // control.switch_rounds_ahead: rounds of seconds need no more
   c.row_every_rounds = 1;
   c.probes = o.awareness != Awareness::kPassive;
   k.expect_full_view = c.probes;

@@ -200,15 +200,17 @@ TEST(Controller, TrafficThroughASaturatedUplinkIsAShareNotTheLinksRate) {
   ControllerConfig cfg = config();
   cfg.uplinks = {100e6, 1000e6, 1000e6, 1000e6};
   Controller c(cfg);
-  auto report = [&](int site, std::vector<std::pair<int, std::pair<double, double>>> links) {
+  auto report = [&](int site, std::vector<std::pair<int, std::pair<double, double>>> links, double trend = 1.0) {
     wire::MeasureRow r;
     r.site = static_cast<uint16_t>(site);
     for (auto [from, tp] : links) {
       wire::LinkMeasure l;
       l.from = static_cast<uint16_t>(from);
+      l.rtt_trend = from == 1 ? trend : 1.0;
       l.source = static_cast<uint8_t>(tp.first > 0 ? measure::Source::kTraffic : measure::Source::kProbe);
       l.bytes_per_s = tp.first > 0 ? tp.first : tp.second;
       l.probe_bytes_per_s = tp.second;
+      l.windows = tp.first > 0 ? 3 : 0;  // carrying traffic now
       r.links.push_back(l);
     }
     c.on_row(r, 0);
@@ -216,14 +218,18 @@ TEST(Controller, TrafficThroughASaturatedUplinkIsAShareNotTheLinksRate) {
   // Site 0 sends to 1 and 2 at 50 MB/s each: its 100 MB/s uplink is full, so those are
   // shares; the links alone probed at 200 MB/s.
   report(1, {{0, {50e6, 200e6}}});
-  // Site 1 sends to 2 at 50 MB/s with a 1 GB/s uplink to spare: the link itself is slow now,
-  // whatever an older probe said.
+  // Site 1 sends to 2 at 50 MB/s with a 1 GB/s uplink to spare and no queue building: the
+  // job offered no more (the probe stands) ...
   report(2, {{0, {50e6, 200e6}}, {1, {50e6, 200e6}}});
-  const topo::Network v = c.view();
+  topo::Network v = c.view();
   EXPECT_DOUBLE_EQ(v.link_bw(0, 1), 200e6);
   EXPECT_DOUBLE_EQ(v.link_bw(0, 2), 200e6);
-  EXPECT_DOUBLE_EQ(v.link_bw(1, 2), 50e6);
+  EXPECT_DOUBLE_EQ(v.link_bw(1, 2), 200e6);
   EXPECT_DOUBLE_EQ(v.egress_cap(0), 100e6) << "the uplink itself is modelled";
+  // ... but with its RTT rising the link itself slowed down, whatever the older probe said.
+  report(2, {{0, {50e6, 200e6}}, {1, {50e6, 200e6}}}, 1.6);
+  v = c.view();
+  EXPECT_DOUBLE_EQ(v.link_bw(1, 2), 50e6);
 }
 
 TEST(Controller, MakeRowCarriesTheEstimateAndTheLatestProbe) {
