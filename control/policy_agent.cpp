@@ -56,7 +56,7 @@ void PolicyAgent::receive_frames(Nanos now) {
       if (auto f = wire::parse_udp_frame(frame, wire::FrameChecks{false, false})) {
         plane_.on_message(wire::frame_payload(frame, *f), now);
       } else {
-        stats_.control_bad.fetch_add(1, std::memory_order_relaxed);
+        ++frames_bad_;  // not even a UDP frame: engine 0 would not have passed it
       }
       rte_pktmbuf_free(m);
     }
@@ -90,7 +90,7 @@ void PolicyAgent::publish_stats() {
   stats_.rows_sent.store(p.rows_sent, std::memory_order_relaxed);
   stats_.rows_received.store(p.rows_received, std::memory_order_relaxed);
   stats_.control_in.store(p.control_in, std::memory_order_relaxed);
-  stats_.control_bad.store(p.control_bad + p.rows_bad + p.probes_bad, std::memory_order_relaxed);
+  stats_.control_bad.store(frames_bad_ + p.control_bad + p.rows_bad + p.probes_bad, std::memory_order_relaxed);
   stats_.replans_considered.store(c.replans_considered, std::memory_order_relaxed);
   stats_.codec_proposals.store(c.codec_proposals, std::memory_order_relaxed);
   stats_.probe_trains_sent.store(p.probe_trains_sent, std::memory_order_relaxed);

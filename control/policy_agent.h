@@ -73,6 +73,7 @@ class PolicyAgent {
   dp::PolicySlot& slot_;
   controller::ControlPlane plane_;
   std::atomic<uint32_t> approved_{0};
+  uint64_t frames_bad_ = 0;
   AgentStats stats_;
 };
 
