@@ -1,0 +1,233 @@
+#include "forwarder.h"
+
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+namespace sg::wanem {
+namespace {
+
+constexpr size_t kMaxFrame = 9216 + 64;
+constexpr int kBurst = 64;
+constexpr int kBurstsPerVisit = 4;
+constexpr Nanos kIdleWait = 100 * kMilli;
+
+uint64_t mac_key(const uint8_t* m) {
+  uint64_t k = 0;
+  for (int i = 0; i < 6; ++i) k = k << 8 | m[i];
+  return k;
+}
+
+}  // namespace
+
+Forwarder::Forwarder(const Profile& profile, std::vector<PortSpec> ports, uint64_t seed)
+    : profile_(profile), ports_(std::move(ports)) {
+  const int n = profile_.sites;
+  for (int i = 0; i < n * n; ++i) pairs_.emplace_back(seed * 1000003u + static_cast<uint64_t>(i));
+}
+
+Forwarder::~Forwarder() {
+  for (int fd : fds_)
+    if (fd >= 0) close(fd);
+}
+
+Nanos Forwarder::clock_now() const {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<Nanos>(ts.tv_sec) * kSecond + ts.tv_nsec;
+}
+
+bool Forwarder::open(std::string& error) {
+  for (const PortSpec& p : ports_) {
+    if (p.site < 1 || p.site > profile_.sites) {
+      error = "port " + p.ifname + ": site " + std::to_string(p.site) + " is not in the profile's 1.." +
+              std::to_string(profile_.sites);
+      return false;
+    }
+    const int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
+    if (fd < 0) {
+      error = "port " + p.ifname + ": cannot open a packet socket: " + std::strerror(errno) + " (needs root)";
+      return false;
+    }
+    fds_.push_back(fd);
+    const unsigned idx = if_nametoindex(p.ifname.c_str());
+    if (!idx) {
+      error = "port " + p.ifname + ": no such interface";
+      return false;
+    }
+    sockaddr_ll sll{};
+    sll.sll_family = AF_PACKET;
+    sll.sll_protocol = htons(ETH_P_ALL);
+    sll.sll_ifindex = static_cast<int>(idx);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof sll) != 0) {
+      error = "port " + p.ifname + ": bind: " + std::strerror(errno);
+      return false;
+    }
+    // Our own transmissions must not come back as receptions.
+    const int one = 1;
+    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
+    const int buf = 8 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+  }
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // wake within ~1 us of a due frame
+  start_ = clock_now();
+  return true;
+}
+
+uint32_t Forwarder::take_buffer() {
+  if (free_.empty()) {
+    bufs_.push_back(std::make_unique_for_overwrite<uint8_t[]>(kMaxFrame));
+    buf_len_.push_back(0);
+    return static_cast<uint32_t>(bufs_.size() - 1);
+  }
+  const uint32_t b = free_.back();
+  free_.pop_back();
+  return b;
+}
+
+void Forwarder::forward(int in_port, const uint8_t* frame, uint32_t len, Nanos now) {
+  if (len < 14) return;
+  mac_port_[mac_key(frame + 6)] = in_port;  // learn the sender
+  int only = -1;
+  if (!(frame[0] & 1)) {
+    const auto it = mac_port_.find(mac_key(frame));
+    if (it != mac_port_.end()) only = it->second;
+  }
+  const int n = profile_.sites;
+  const Nanos since = now - start_;
+  for (int out = 0; out < static_cast<int>(ports_.size()); ++out) {
+    if (out == in_port || (only >= 0 && out != only)) continue;
+    const int from = ports_[in_port].site - 1, to = ports_[out].site - 1;
+    if (from == to) continue;
+    Nanos at[2];
+    const int copies = pairs_[static_cast<size_t>(from) * n + to].admit(now, since, len, at);
+    for (int c = 0; c < copies; ++c) {
+      const uint32_t b = take_buffer();
+      std::memcpy(bufs_[b].get(), frame, len);
+      buf_len_[b] = len;
+      held_.push(Held{at[c], seq_++, out, b});
+    }
+  }
+  peak_held_ = std::max<uint64_t>(peak_held_, held_.size());
+}
+
+void Forwarder::receive(int port, Nanos now) {
+  static thread_local uint8_t buf[kBurst][kMaxFrame];
+  mmsghdr msgs[kBurst];
+  iovec iov[kBurst];
+  for (int i = 0; i < kBurst; ++i) {
+    iov[i] = {buf[i], kMaxFrame};
+    msgs[i] = {};
+    msgs[i].msg_hdr.msg_iov = &iov[i];
+    msgs[i].msg_hdr.msg_iovlen = 1;
+  }
+  // A bounded number of bursts, so frames that are due leave between them however much
+  // keeps arriving.
+  for (int b = 0; b < kBurstsPerVisit; ++b) {
+    const int got = recvmmsg(fds_[port], msgs, kBurst, MSG_DONTWAIT, nullptr);
+    if (got <= 0) return;
+    for (int i = 0; i < got; ++i) {
+      ++rx_frames_;
+      forward(port, buf[i], msgs[i].msg_len, now);
+    }
+    if (got < kBurst) return;
+  }
+}
+
+void Forwarder::release_due(Nanos now) {
+  while (!held_.empty() && held_.top().at <= now) {
+    const Held h = held_.top();
+    held_.pop();
+    late_max_ = std::max(late_max_, now - h.at);
+    if (send(fds_[h.port], bufs_[h.buf].get(), buf_len_[h.buf], MSG_DONTWAIT) < 0) {
+      ++tx_errors_;
+    } else {
+      ++tx_frames_;
+    }
+    free_.push_back(h.buf);
+  }
+}
+
+void Forwarder::run(const std::atomic<bool>& stop, Nanos duration, const std::string& stats_path,
+                    std::atomic<bool>* dump) {
+  std::vector<pollfd> pfd(fds_.size());
+  for (size_t i = 0; i < fds_.size(); ++i) pfd[i] = {fds_[i], POLLIN, 0};
+  Nanos next_stats = start_ + kSecond;
+  while (!stop.load(std::memory_order_relaxed)) {
+    Nanos now = clock_now();
+    if (duration > 0 && now - start_ >= duration) break;
+    if (!stats_path.empty() && (now >= next_stats || (dump && dump->exchange(false)))) {
+      write_stats(stats_path);
+      next_stats = now + kSecond;
+    }
+    // The schedule: pairs take the phase in force.
+    const std::vector<PairSpec>& specs = profile_.at(now - start_);
+    if (&specs != applied_) {
+      for (size_t k = 0; k < pairs_.size(); ++k) pairs_[k].set(specs[k]);
+      applied_ = &specs;
+    }
+    release_due(now);
+    Nanos wait = kIdleWait;
+    if (!held_.empty()) wait = std::max<Nanos>(0, held_.top().at - now);
+    const timespec ts{static_cast<time_t>(wait / kSecond), static_cast<long>(wait % kSecond)};
+    const int r = ppoll(pfd.data(), pfd.size(), &ts, nullptr);
+    if (r < 0 && errno != EINTR) break;
+    for (size_t i = 0; i < pfd.size(); ++i)
+      if (pfd[i].revents & POLLIN) {
+        receive(static_cast<int>(i), clock_now());
+        release_due(clock_now());
+      }
+  }
+  if (!stats_path.empty()) write_stats(stats_path);
+}
+
+std::string Forwarder::stats_json() const {
+  const int n = profile_.sites;
+  std::string s = "{\"rx_frames\": " + std::to_string(rx_frames_) + ", \"tx_frames\": " + std::to_string(tx_frames_) +
+                  ", \"tx_errors\": " + std::to_string(tx_errors_) + ", \"peak_held\": " + std::to_string(peak_held_) +
+                  ", \"late_max_us\": " + std::to_string(late_max_ / 1000) +
+                  ", \"pairs\": [";
+  bool first = true;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      const PairCounters& c = pairs_[static_cast<size_t>(i) * n + j].counters();
+      if (!c.forwarded && !c.dropped_loss && !c.dropped_burst && !c.dropped_queue && !c.dropped_blackhole) continue;
+      char b[512];
+      std::snprintf(b, sizeof b,
+                    "%s{\"from\": %d, \"to\": %d, \"forwarded\": %llu, \"forwarded_bytes\": %llu, \"dropped_loss\": %llu, "
+                    "\"dropped_burst\": %llu, \"dropped_queue\": %llu, \"dropped_blackhole\": %llu, \"duplicated\": %llu, "
+                    "\"reordered\": %llu, \"queue_peak_bytes\": %llu}",
+                    first ? "" : ", ", i + 1, j + 1, (unsigned long long)c.forwarded,
+                    (unsigned long long)c.forwarded_bytes, (unsigned long long)c.dropped_loss,
+                    (unsigned long long)c.dropped_burst, (unsigned long long)c.dropped_queue,
+                    (unsigned long long)c.dropped_blackhole, (unsigned long long)c.duplicated,
+                    (unsigned long long)c.reordered, (unsigned long long)c.queue_peak_bytes);
+      s += b;
+      first = false;
+    }
+  return s + "]}";
+}
+
+void Forwarder::write_stats(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << stats_json() << "\n";
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+}  // namespace sg::wanem

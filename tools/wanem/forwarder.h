@@ -1,0 +1,75 @@
+// The emulator's data path: one AF_PACKET socket per site port in the WAN namespace, a
+// learning bridge between them (frames to a known MAC go to its port, the rest to every other
+// port), and each copy through the Pair of its (from, to) site pair, held until its delivery
+// time. Everything is forwarded: ARP, ICMP, TCP and UDP cross the same impairments.
+//
+// Idle back-off: the loop sleeps in ppoll until a frame arrives or the next held frame is
+// due (timer slack lowered to 1 us for delay accuracy), so a quiet WAN costs nothing.
+// Memory: held frames live in buffers recycled through a free list; none is allocated once
+// the peak number in flight was reached.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "impairment.h"
+#include "profile.h"
+
+namespace sg::wanem {
+
+struct PortSpec {
+  int site = 0;        // 1..sites
+  std::string ifname;
+};
+
+class Forwarder {
+ public:
+  Forwarder(const Profile& profile, std::vector<PortSpec> ports, uint64_t seed);
+  ~Forwarder();
+  // Opens the sockets. False with a message naming the port.
+  bool open(std::string& error);
+  // Runs until `stop` is set (checked at least every 100 ms) or `duration` (0: none) passes.
+  // With a stats path, the counters are written there every second, when `dump` is set, and
+  // at the end (by this thread: nothing reads the counters concurrently).
+  void run(const std::atomic<bool>& stop, Nanos duration, const std::string& stats_path = {},
+           std::atomic<bool>* dump = nullptr);
+  // Counters as JSON: {"pairs": [{"from": 1, "to": 2, "forwarded": ..}, ...], ...}.
+  std::string stats_json() const;
+  void write_stats(const std::string& path) const;
+
+ private:
+  struct Held {
+    Nanos at;
+    uint64_t seq;
+    int port;
+    uint32_t buf;
+    bool operator>(const Held& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  void receive(int port, Nanos now);
+  void forward(int in_port, const uint8_t* frame, uint32_t len, Nanos now);
+  void release_due(Nanos now);
+  uint32_t take_buffer();
+  Nanos clock_now() const;
+
+  const Profile& profile_;
+  std::vector<PortSpec> ports_;
+  std::vector<int> fds_;
+  std::vector<Pair> pairs_;  // [from0 * sites + to0]
+  const std::vector<PairSpec>* applied_ = nullptr;
+  std::unordered_map<uint64_t, int> mac_port_;
+  std::vector<std::unique_ptr<uint8_t[]>> bufs_;
+  std::vector<uint32_t> buf_len_;
+  std::vector<uint32_t> free_;
+  std::priority_queue<Held, std::vector<Held>, std::greater<Held>> held_;
+  uint64_t seq_ = 0;
+  Nanos start_ = 0;
+  uint64_t rx_frames_ = 0, tx_frames_ = 0, tx_errors_ = 0, peak_held_ = 0;
+  Nanos late_max_ = 0;  // the most a frame left after its delivery time (the emulator's error)
+};
+
+}  // namespace sg::wanem

@@ -1,0 +1,95 @@
+// wanem: the testbed's WAN. Runs in the WAN namespace on one interface per site and forwards
+// every frame between them through that site pair's delay, jitter, loss, burst loss,
+// reordering, duplication, rate limit with a drop-tail queue and blackhole windows, as the
+// profile (YAML, profile.h) says and its schedule changes them.
+//   wanem --profile FILE --port SITE=IFNAME [--port ...] [--stats FILE] [--duration S] [--seed N]
+//   wanem --check FILE      validate a profile and exit (0 good, 1 with one line per problem)
+// SIGINT/SIGTERM stop it; SIGUSR1 writes the counters to --stats at once (they are also
+// written every second and at exit).
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "forwarder.h"
+#include "profile.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+std::atomic<bool> g_dump{false};
+
+void usage(FILE* f) {
+  std::fprintf(f,
+               "usage: wanem --profile FILE --port SITE=IFNAME [--port ...] [--stats FILE] [--duration S] [--seed N]\n"
+               "       wanem --check FILE\n");
+}
+
+bool report(const sg::wanem::ProfileResult& r, const std::string& file) {
+  for (const auto& e : r.errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
+  if (r.errors.empty()) std::printf("%s: ok (%d sites, %zu phases)\n", file.c_str(), r.profile.sites, r.profile.phases.size());
+  return r.errors.empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string profile_path, stats_path;
+  std::vector<sg::wanem::PortSpec> ports;
+  double duration = 0;
+  uint64_t seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool v = i + 1 < argc;
+    if (a == "--check" && v) {
+      return report(sg::wanem::load_profile(argv[i + 1]), argv[i + 1]) ? 0 : 1;
+    } else if (a == "--profile" && v) {
+      profile_path = argv[++i];
+    } else if (a == "--stats" && v) {
+      stats_path = argv[++i];
+    } else if (a == "--duration" && v) {
+      duration = std::atof(argv[++i]);
+    } else if (a == "--seed" && v) {
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--port" && v) {
+      const std::string s = argv[++i];
+      const auto eq = s.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::fprintf(stderr, "wanem: --port %s: expected SITE=IFNAME\n", s.c_str());
+        return 2;
+      }
+      ports.push_back({std::atoi(s.substr(0, eq).c_str()), s.substr(eq + 1)});
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "wanem: unexpected argument '%s'\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (profile_path.empty() || ports.size() < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const sg::wanem::ProfileResult loaded = sg::wanem::load_profile(profile_path);
+  if (!loaded.errors.empty()) {
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
+    return 2;
+  }
+  sg::wanem::Forwarder fw(loaded.profile, ports, seed);
+  std::string err;
+  if (!fw.open(err)) {
+    std::fprintf(stderr, "wanem: %s\n", err.c_str());
+    return 1;
+  }
+  std::signal(SIGINT, [](int) { g_stop.store(true); });
+  std::signal(SIGTERM, [](int) { g_stop.store(true); });
+  std::signal(SIGUSR1, [](int) { g_dump.store(true); });
+  std::printf("wanem: %zu ports, profile %s\n", ports.size(), profile_path.c_str());
+  std::fflush(stdout);
+  fw.run(g_stop, static_cast<sg::Nanos>(duration * 1e9), stats_path, &g_dump);
+  return 0;
+}
