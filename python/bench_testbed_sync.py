@@ -33,12 +33,20 @@ def compression_yaml(codec, tmp):
 
 
 def one(backend, gateway, a, rotate, tmp, k, codec=None):
+    """One testbed run: `backend` (stormgate, gloo or gloo-fp16) for a.rounds rounds; returns
+    the median round time."""
     out = os.path.join(tmp, "%s-%s-%d-%s.json" % (backend, codec or "", k, "rot" if rotate else "fixed"))
     worker = ("/usr/bin/python3 %s/sync_bench.py --backend %s --bytes %d --rounds %d --warmup %d --out %s "
-              "--timeout %g%s" % (HERE, backend, a.bytes, a.rounds, a.warmup, out, a.timeout,
-                                  " --expect site" if gateway == "stub" else ""))
-    cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", "3", "--workers", str(a.workers), "--rates", a.rates,
+              "--timeout %g%s%s" % (HERE, backend, a.bytes, a.rounds, a.warmup, out, a.timeout,
+                                    " --expect site" if gateway == "stub" else "",
+                                    # Early Close over a lossy WAN: at most its loss bound in bubbles
+                                    " --bubbles 0.1" if a.wan else ""))
+    cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", str(a.sites), "--workers", str(a.workers),
            "--gateway", gateway, "--model-bytes", str(a.bytes), "--worker-cmd", worker, "--quiet"]
+    if a.rates:
+        cmd += ["--rates", a.rates]
+    if a.wan:
+        cmd += ["--wan", a.wan]
     if backend == "stormgate" and codec:
         cmd += ["--config-extra", compression_yaml(codec, tmp)]
     if rotate:
@@ -51,18 +59,71 @@ def one(backend, gateway, a, rotate, tmp, k, codec=None):
         return statistics.median(json.load(f)["times"])
 
 
-def series(a, codecs, rotate, tmp):
-    """Per pair: each stormgate setting, then gloo. Returns {codec: [(stormgate, gloo, ratio)]}."""
+def series(a, codecs, rotate, tmp, baselines=("gloo",)):
+    """Per pair: each stormgate setting, then each baseline, all on the same links. Returns
+    {codec: [(stormgate, {baseline: seconds})]}."""
     pairs = {c: [] for c in codecs}
     for k in range(a.pairs):
         runs = {c: one("stormgate", a.gateway, a, rotate, tmp, k, c) for c in codecs}
-        g = one("gloo", "router", a, rotate, tmp, k)
+        base = {b: one(b, "router", a, rotate, tmp, k) for b in baselines}
         for c in codecs:
-            pairs[c].append((runs[c], g, g / runs[c]))
-        print("  %-9s pair %d: %s   gloo %7.3f s" % (
+            pairs[c].append((runs[c], base))
+        print("  %-9s pair %d: %s   %s" % (
             "rotating" if rotate else "fixed", k + 1,
-            "   ".join("stormgate %s %7.3f s (%.2fx)" % (c, runs[c], g / runs[c]) for c in codecs), g), flush=True)
+            "   ".join("stormgate %s %7.3f s" % (c, runs[c]) for c in codecs),
+            "   ".join("%s %7.3f s" % (b, base[b]) for b in baselines)), flush=True)
     return pairs
+
+
+def physical_bound(a):
+    """The time no tree all-reduce can beat without compression. With the sites' uplinks (tbf):
+    the slowest site must upload its whole gradient. With a WAN profile: every site sends and
+    receives at least 2B(n-1)/n (its shards up, its own shard's mean out to the others) over
+    its pairs' capacity (their average over the schedule's cycle), capped by its uplink."""
+    if not a.wan:
+        slowest = min(float(r) for r in a.rates.split(",")) * 1e6 / 8
+        return a.bytes / slowest
+    import yaml
+    with open(a.wan) as f:
+        p = yaml.safe_load(f)
+    n = p["sites"]
+    rate = {}
+    def apply(spec, entries):
+        for e in entries or []:
+            dirs = [(e["from"], e["to"])] if "from" in e else [tuple(e["between"]), tuple(reversed(e["between"]))]
+            for d in dirs:
+                if "rate_mbit" in e:
+                    spec[d] = e["rate_mbit"]
+    base = {(i, j): p.get("default", {}).get("rate_mbit", 0) for i in range(1, n + 1) for j in range(1, n + 1) if i != j}
+    apply(base, p.get("pairs"))
+    sched = p.get("schedule")
+    if sched and sched.get("phases"):
+        cycle = sched.get("repeat_s") or max(ph["at_s"] for ph in sched["phases"]) + 1
+        phases = sorted(sched["phases"], key=lambda ph: ph["at_s"])
+        avg = {d: 0.0 for d in base}
+        edges = [0.0] + [ph["at_s"] for ph in phases] + [cycle]
+        specs = [dict(base)]
+        for ph in phases:
+            s2 = dict(base)
+            apply(s2, ph.get("pairs"))
+            specs.append(s2)
+        for spec, t0, t1 in zip(specs, edges[:-1], edges[1:]):
+            for d in avg:
+                avg[d] += spec[d] * (t1 - t0) / cycle
+        rate = avg
+    else:
+        rate = base
+    up = [float(r) for r in a.rates.split(",")] if a.rates else []
+    per_site = 2 * a.bytes * (n - 1) / n
+    worst = 0.0
+    for i in range(1, n + 1):
+        out = sum(rate[(i, j)] for j in range(1, n + 1) if j != i) * 1e6 / 8
+        inn = sum(rate[(j, i)] for j in range(1, n + 1) if j != i) * 1e6 / 8
+        if up:
+            cap = up[(i - 1) % len(up)] * 1e6 / 8
+            out, inn = min(out, cap), min(inn, cap)
+        worst = max(worst, per_site / out, per_site / inn)
+    return worst
 
 
 def main():
@@ -73,7 +134,10 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--pairs", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--rates", default="200,100,50")
+    ap.add_argument("--rates", default=None, help="site uplinks, Mbit/s (default 200,100,50; with --wan: unshaped)")
+    ap.add_argument("--wan", default="", help="a WAN profile (config/wan/*.yaml): the emulated WAN between the sites")
+    ap.add_argument("--sites", type=int, default=3)
+    ap.add_argument("--baselines", default="gloo", help="gloo (float32) and/or gloo-fp16 (DDP's fp16 compression hook)")
     ap.add_argument("--rotate", type=float, default=3.0, help="fluctuation: rotate rates every S seconds")
     ap.add_argument("--gateway", choices=["stormgate", "stub"], default=os.environ.get("SG_TB_GATEWAY_KIND", "stormgate"),
                     help="stub: the DPDK-free per-site stub (plumbing only: no WAN round, not a valid figure)")
@@ -89,6 +153,11 @@ def main():
     for c in codecs:
         if c not in choices:
             ap.error("unknown codec %r (choose from %s)" % (c, ", ".join(choices)))
+    if a.rates is None and not a.wan:
+        a.rates = "200,100,50"
+    if a.wan:
+        a.wan = os.path.abspath(a.wan if os.path.exists(a.wan) else os.path.join(ROOT, "config", "wan", a.wan + ".yaml"))
+    baselines = [b.strip() for b in a.baselines.split(",") if b.strip()]
     a.bytes = a.bytes or ((1 << 20) if a.quick else (16 << 20))
     a.rounds = a.rounds or (1 if a.quick else 3)
     a.pairs = a.pairs or (1 if a.quick else 2)
@@ -101,41 +170,56 @@ def main():
     os.environ.setdefault("SG_STUB_BIN", os.path.join(build, "client", "tests", "sg_gateway_stub"))
     os.environ.setdefault("STORMGATE_PYEXT_DIR", os.path.join(build, "client"))
     tmp = tempfile.mkdtemp(prefix="sg-tbsync-")
-    print("testbed-sync: %d MB per round, 3 sites x %d workers, uplinks %s Mbit/s, gateway %s, stormgate %s"
-          % (a.bytes >> 20, a.workers, a.rates, a.gateway, ", ".join(codecs)), flush=True)
+    print("testbed-sync: %d MB per round, %d sites x %d workers, %s, gateway %s, stormgate %s, baselines %s"
+          % (a.bytes >> 20, a.sites, a.workers, ("WAN " + os.path.basename(a.wan)) if a.wan else ("uplinks %s Mbit/s" % a.rates),
+             a.gateway, ", ".join(codecs), ", ".join(baselines)), flush=True)
     try:
-        fixed = series(a, codecs, 0, tmp)
-        rot = {} if a.quick else series(a, codecs[:1], a.rotate, tmp)
+        fixed = series(a, codecs, 0, tmp, baselines)
+        rot = {} if (a.quick or a.wan) else series(a, codecs[:1], a.rotate, tmp, baselines[:1])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    med = lambda xs: statistics.median(xs)  # noqa: E731
-    print("\n%-24s %-9s %12s %12s %10s" % ("links", "stormgate", "stormgate s", "gloo s", "speedup"))
-    res = {"bench": "testbed-sync", "bytes": a.bytes, "gateway": a.gateway, "codec": codecs[0]}
-    for c in codecs:
-        p = fixed[c]
-        sp = med([x[2] for x in p])
-        print("%-24s %-9s %12.3f %12.3f %9.2fx" % ("fixed " + a.rates, c, med([x[0] for x in p]), med([x[1] for x in p]), sp))
-        res["speedup_vs_gloo_" + c] = round(sp, 3)
-        res["stormgate_round_s_" + c] = round(med([x[0] for x in p]), 4)
-    res["speedup_vs_gloo"] = res["speedup_vs_gloo_" + codecs[0]]
-    res["stormgate_round_s"] = res["stormgate_round_s_" + codecs[0]]
-    res["gloo_round_s"] = round(med([x[1] for x in fixed[codecs[0]]]), 4)
-    if rot:
-        p = rot[codecs[0]]
-        spr = med([x[2] for x in p])
-        print("%-24s %-9s %12.3f %12.3f %9.2fx" % ("rotating every %gs" % a.rotate, codecs[0], med([x[0] for x in p]),
-                                                   med([x[1] for x in p]), spr))
-        res["speedup_vs_gloo_fluctuating"] = round(spr, 3)
-    # Without compression the slowest site must upload (and download) its whole gradient
-    # once: bytes / slowest rate bounds any tree all-reduce from below.
-    slowest = min(float(r) for r in a.rates.split(",")) * 1e6 / 8
-    bound = a.bytes / slowest
-    res["uncompressed_bound_s"] = round(bound, 4)
-    res["gloo_over_bound"] = round(res["gloo_round_s"] / bound, 3)
-    print("lower bound without compression (bytes / slowest uplink): %.3f s, i.e. at most %.2fx faster than gloo"
-          % (bound, res["gloo_over_bound"]))
+    res = summarise(a, codecs, baselines, fixed, rot)
     print(json.dumps(res))
     return 0
+
+
+def summarise(a, codecs, baselines, fixed, rot):
+    """The table and the JSON figures: per setting and baseline the median over pairs of
+    (baseline median round / stormgate median round)."""
+    med = statistics.median
+    where = ("WAN " + os.path.basename(a.wan)) if a.wan else ("fixed " + a.rates)
+    print("\n%-28s %-9s %12s %12s %12s %10s" % ("links", "stormgate", "stormgate s", "baseline", "baseline s", "speedup"))
+    res = {"bench": "testbed-sync", "bytes": a.bytes, "gateway": a.gateway, "codec": codecs[0]}
+    if a.wan:
+        res["wan"] = os.path.basename(a.wan)
+    for c in codecs:
+        p = fixed[c]
+        res["stormgate_round_s_" + c] = round(med([x[0] for x in p]), 4)
+        for b in baselines:
+            sp = med([x[1][b] / x[0] for x in p])
+            print("%-28s %-9s %12.3f %12s %12.3f %9.2fx" % (where, c, med([x[0] for x in p]), b, med([x[1][b] for x in p]), sp))
+            key = "gloo" if b == "gloo" else b.replace("-", "_")
+            res["speedup_vs_%s_%s" % (key, c)] = round(sp, 3)
+    for b in baselines:
+        res[b.replace("-", "_") + "_round_s"] = round(med([x[1][b] for x in fixed[codecs[0]]]), 4)
+    if "gloo" in baselines:
+        res["speedup_vs_gloo"] = res["speedup_vs_gloo_" + codecs[0]]
+    res["stormgate_round_s"] = res["stormgate_round_s_" + codecs[0]]
+    if rot:
+        p = rot[codecs[0]]
+        b0 = baselines[0]
+        spr = med([x[1][b0] / x[0] for x in p])
+        print("%-28s %-9s %12.3f %12s %12.3f %9.2fx" % ("rotating every %gs" % a.rotate, codecs[0], med([x[0] for x in p]),
+                                                         b0, med([x[1][b0] for x in p]), spr))
+        res["speedup_vs_gloo_fluctuating"] = round(spr, 3)
+    bound = physical_bound(a)
+    res["uncompressed_bound_s"] = round(bound, 4)
+    if "gloo" in baselines:
+        res["gloo_over_bound"] = round(res["gloo_round_s"] / bound, 3)
+    if "f32" in codecs:
+        res["f32_over_bound"] = round(res["stormgate_round_s_f32"] / bound, 3)
+    print("lower bound without compression: %.3f s" % bound)
+    return res
 
 
 if __name__ == "__main__":
