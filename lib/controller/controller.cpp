@@ -118,6 +118,24 @@ constexpr double kCongestedTrend = 1.25;  // recent RTT this far above the long-
 constexpr double kCongestedLoss = 0.005;
 }
 
+uint64_t trees_signature(const topo::Plan& p) {
+  // FNV-1a over every shard's root, byte range and parents: equal plans, equal signatures.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) {
+    for (int b = 0; b < 8; ++b) {
+      h ^= (v >> (8 * b)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  for (const auto& t : p.shards) {
+    mix(t.root);
+    mix(t.byte_begin);
+    mix(t.byte_end);
+    for (topo::SiteId q : t.parent) mix(q);
+  }
+  return h;
+}
+
 bool Controller::active(size_t k) const {
   // New windows within the last few seconds of rows: the figure describes the link as the
   // current plan uses it. An older one described another plan's load.
@@ -206,7 +224,16 @@ std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos no
   const double cur = topo::round_time(net, current, chunk).total_s;
   const double next = topo::round_time(net, cand, chunk).total_s;
   stats_.last_gain = next > 0 ? cur / next - 1.0 : 0.0;
-  const bool new_trees = stats_.last_gain > cfg_.recompute_change;
+  bool new_trees = stats_.last_gain > cfg_.recompute_change;
+  if (new_trees) {
+    const uint64_t sig = trees_signature(cand);
+    candidate_runs_ = sig == candidate_sig_ ? candidate_runs_ + 1 : 1;
+    candidate_sig_ = sig;
+    const bool first = stats_.proposals == 0;  // from the bandwidth-blind plan: no waiting
+    if (!first && candidate_runs_ < cfg_.confirm_decisions) new_trees = false;
+  } else {
+    candidate_runs_ = 0;
+  }
   if (!new_trees) cand = current;  // same trees: only a codec change can justify a switch
   std::vector<LinkView> links = links_;
   for (int i = 0; i < n_; ++i)

@@ -52,6 +52,9 @@ struct ControllerConfig {
   // Proposals allowed over the job (0: no limit). 1 makes the "stuck" baseline: one plan
   // from the first measurements, never revised.
   uint32_t max_proposals = 0;
+  // New trees are proposed only when this many decisions in a row chose the same ones (the
+  // first measured plan excepted): a view that swings between rows must not flap the plan.
+  uint32_t confirm_decisions = 2;
   // With probes every link gets measured: the first plan waits for the whole view (or until
   // `full_view_wait` after the first row), instead of planning on medians for the rest.
   bool expect_full_view = false;
@@ -115,6 +118,8 @@ class Controller {
   Nanos last_proposal_ = -1;
   Nanos last_decision_ = -1;
   Nanos first_row_at_ = -1;
+  uint64_t candidate_sig_ = 0;   // the trees the last decisions chose, and how many in a row
+  uint32_t candidate_runs_ = 0;
   uint64_t rows_at_decision_ = 0;
   ControllerStats stats_;
 };
@@ -122,6 +127,9 @@ class Controller {
 // A site's row from its estimator: every link k -> self, with the latest recent probe of each.
 wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self, uint32_t round, double egress_peak,
                           Nanos now);
+
+// A hash of a plan's trees (roots, shard ranges, parents).
+uint64_t trees_signature(const topo::Plan& p);
 
 // Peak sending rate of a site from its cumulative bytes sent: the highest rate over windows
 // of `window` in which it kept sending.
