@@ -223,6 +223,8 @@ def testbed_run(a, backend, gateway, out, progress, label):
     cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", str(a.sites), "--workers", str(a.workers),
            "--rates", a.rates, "--gateway", gateway, "--model-bytes", str(4 * n_params(a.hidden)),
            "--worker-cmd", worker, "--quiet"]
+    if a.wan:
+        cmd += ["--wan", a.wan]
     if a.rotate:
         cmd += ["--rotate", str(a.rotate)]
     if gateway == "stormgate" and a.config_extra:
@@ -253,10 +255,21 @@ def testbed_run(a, backend, gateway, out, progress, label):
         return json.load(f)
 
 
+def wan_source(path):
+    """The profile's `source` line: where its RTTs come from."""
+    try:
+        import yaml
+        with open(path) as f:
+            return yaml.safe_load(f).get("source", "?")
+    except (OSError, ImportError):
+        return "?"
+
+
 def run_demo(a):
     tmp = tempfile.mkdtemp(prefix="sg-digits-")
-    print("digits MLP (%d parameters, %d bytes per round), %d sites x %d workers, uplinks %s Mbit/s"
-          % (n_params(a.hidden), 4 * n_params(a.hidden), a.sites, a.workers, a.rates))
+    where = ("WAN profile %s (%s)" % (os.path.basename(a.wan), wan_source(a.wan))) if a.wan else "no WAN delay or loss"
+    print("digits MLP (%d parameters, %d bytes per round), %d sites x %d workers, uplinks %s Mbit/s, %s"
+          % (n_params(a.hidden), 4 * n_params(a.hidden), a.sites, a.workers, a.rates, where))
     if a.gateway == "stub":
         print("NOTE: --gateway stub: each site averages only its own workers (no WAN round)")
     res = {}
@@ -267,7 +280,7 @@ def run_demo(a):
                                      os.path.join(tmp, label + ".progress"), label)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("\n== summary (%d epochs)" % a.epochs)
+    print("\n== summary (%d epochs; %s)" % (a.epochs, where))
     print("%-28s %14s %14s" % ("", "stormgate", "gloo"))
 
     def row(name, f, fmt):
@@ -289,6 +302,8 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rates", default="200,100,50")
     ap.add_argument("--rotate", type=float, default=0, help="rotate link rates every S seconds")
+    ap.add_argument("--wan", default=os.path.join(ROOT, "config", "wan", "continent.yaml"),
+                    help="WAN profile between the sites (tools/wanem; '' for none): delay, loss, pair rates")
     ap.add_argument("--config-extra", default="", help="YAML appended to the gateway configs (testbed)")
     ap.add_argument("--gateway", choices=["stormgate", "stub"], default="stormgate")
     ap.add_argument("--epochs", type=int, default=15)
