@@ -33,11 +33,13 @@ def testbed(a):
     gateways (with --loss-config appended to their configs, e.g. the dataplane's loss
     injection) vs gloo over the same links."""
     import tempfile
+    train_digits.use_build()  # the gateways of the build perf/bench made (SG_BUILD)
     tmp = tempfile.mkdtemp(prefix="sg-acc-")
     rows = []
     for s in range(1, a.seeds + 1):
         ns = argparse.Namespace(sites=3, workers=2, rates="200,100,50", rotate=0, epochs=a.epochs, batch=16,
-                                hidden=128, lr=0.05, seed=s, timeout=120.0, config_extra=a.loss_config, quiet=True)
+                                hidden=128, lr=0.05, seed=s, timeout=120.0, config_extra=a.loss_config, quiet=True,
+                                wan="")
         res = {}
         for backend, gw in (("stormgate", "stormgate"), ("gloo", "router")):
             res[backend] = train_digits.testbed_run(ns, backend, gw, os.path.join(tmp, "%s-%d.json" % (backend, s)),

@@ -265,7 +265,17 @@ def wan_source(path):
         return "?"
 
 
+def use_build():
+    """The testbed runs the binaries of the build perf/bench made (SG_BUILD), else build/."""
+    build = os.environ.get("SG_BUILD", os.path.join(ROOT, "build"))
+    os.environ.setdefault("SG_GATEWAY_BIN", os.path.join(build, "control", "stormgate"))
+    os.environ.setdefault("SG_STUB_BIN", os.path.join(build, "client", "tests", "sg_gateway_stub"))
+    os.environ.setdefault("SG_WANEM_BIN", os.path.join(build, "tools", "wanem", "wanem"))
+    os.environ.setdefault("STORMGATE_PYEXT_DIR", os.path.join(build, "client"))
+
+
 def run_demo(a):
+    use_build()
     tmp = tempfile.mkdtemp(prefix="sg-digits-")
     where = ("WAN profile %s (%s)" % (os.path.basename(a.wan), wan_source(a.wan))) if a.wan else "no WAN delay or loss"
     print("digits MLP (%d parameters, %d bytes per round), %d sites x %d workers, uplinks %s Mbit/s, %s"
