@@ -29,6 +29,13 @@ bool Gateway::start() {
                  cfg_.source.c_str(), workers, lcores, workers);
     return false;
   }
+  if (cfg_.telemetry.prometheus_port) {
+    std::string err;
+    if (!metrics_.open(cfg_.telemetry.prometheus_port, err)) {
+      SG_LOG(ERR, control, "%s: %s\n", cfg_.source.c_str(), err.c_str());
+      return false;
+    }
+  }
   const uint32_t n = dp::mbufs_needed(cfg_, workers);
   pool_ = dp::create_pool("sg_pool", n, cfg_.dataplane.mbuf_cache, dp::mbuf_data_room(cfg_));
   if (!pool_) return false;
@@ -275,6 +282,7 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
   while (!stop.load(std::memory_order_relaxed)) {
     std::this_thread::sleep_for(tick);
     drain_samples();
+    metrics_.poll(*this);
     const auto now = clock::now();
     const double elapsed = std::chrono::duration<double>(now - t0).count();
     if (cfg_.telemetry.stats_interval_ms &&

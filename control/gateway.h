@@ -13,6 +13,7 @@
 #include "dataplane/gateway_handler.h"
 #include "dataplane/job_runner.h"
 #include "dataplane/ltp_tx.h"
+#include "control/metrics.h"
 #include "control/policy_agent.h"
 #include "dataplane/policy_slot.h"
 #include "measure/link_estimator.h"
@@ -102,6 +103,7 @@ class Gateway {
   std::vector<uint64_t> bytes_sent_to(uint64_t& total) const;
   std::unique_ptr<dp::PolicySlot> policy_slot_;
   std::unique_ptr<PolicyAgent> agent_;
+  MetricsServer metrics_;
   rte_ring* ctl_in_ = nullptr;
   rte_ring* ctl_out_ = nullptr;
   std::vector<rte_ring*> samples_;  // per engine

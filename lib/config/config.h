@@ -124,6 +124,7 @@ struct TelemetryConfig {
   bool enabled = true;           // DPDK telemetry socket endpoints /stormgate/*
   uint32_t stats_interval_ms = 1000;  // console counter line; 0: off
   bool pdump = true;             // dpdk-dumpcap can attach
+  uint16_t prometheus_port = 0;  // GET /metrics on this TCP port (kernel stack); 0: off
 };
 
 struct DataplaneConfig {

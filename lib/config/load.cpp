@@ -138,6 +138,7 @@ void read_telemetry(MapReader& top, GatewayConfig& cfg) {
   r.boolean("enabled", cfg.telemetry.enabled);
   r.integer("stats_interval_ms", 0, 3600000, cfg.telemetry.stats_interval_ms);
   r.boolean("pdump", cfg.telemetry.pdump);
+  r.integer("prometheus_port", 0, 65535, cfg.telemetry.prometheus_port);
 }
 
 void read_dataplane(MapReader& top, GatewayConfig& cfg) {

@@ -72,6 +72,32 @@ print(s.recv(65536).decode())
 PY
   kill -INT "$p"; wait "$p"
 }
+# Operators' views of a running gateway: stormctl over the telemetry socket, Prometheus text.
+port=$(( 20000 + $$ % 20000 ))
+grep -v '^telemetry:\|stats_interval_ms' "$ROOT/config/examples/single-ring.yaml" > "$tmp/ops.yaml"
+printf 'telemetry:\n  stats_interval_ms: 0\n  prometheus_port: %s\n' "$port" >> "$tmp/ops.yaml"
+"$BIN" -l 0-1 --no-huge --no-pci -m 128 --file-prefix "$prefix" --log-level='*:warning' -- \
+  --config "$tmp/ops.yaml" > "$tmp/ops-run.txt" 2>&1 &
+op=$!
+for _ in $(seq 50); do grep -q running "$tmp/ops-run.txt" && break; sleep 0.2; done
+"$ROOT/tools/stormctl" --prefix "$prefix" status > "$tmp/ctl.txt" 2>&1 || { cat "$tmp/ctl.txt"; fail "stormctl status"; }
+"$ROOT/tools/stormctl" --prefix "$prefix" links >> "$tmp/ctl.txt" 2>&1 || fail "stormctl links"
+python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$port/metrics', timeout=5).read().decode())" \
+  > "$tmp/metrics.txt" 2>&1 || { cat "$tmp/metrics.txt"; fail "GET /metrics"; }
+code=$(python3 -c "import urllib.request,urllib.error
+try: urllib.request.urlopen('http://127.0.0.1:$port/other', timeout=5); print(200)
+except urllib.error.HTTPError as e: print(e.code)")
+kill -INT "$op"; wait "$op"
+cat "$tmp/ctl.txt"; head -12 "$tmp/metrics.txt"
+grep -q "^site ring-lab, 1 engine" "$tmp/ctl.txt" || fail "stormctl status: no site line"
+grep -q "rx_packets" "$tmp/ctl.txt" || fail "stormctl status: no counters"
+grep -q '^stormgate_rx_packets_total{site="ring-lab"} [0-9]' "$tmp/metrics.txt" || fail "metrics: rx_packets_total"
+grep -q '^stormgate_drops_total{site="ring-lab",reason="bad_udp"} 0' "$tmp/metrics.txt" || fail "metrics: drops by reason"
+grep -q '^# TYPE stormgate_drops_total counter' "$tmp/metrics.txt" || fail "metrics: TYPE lines"
+[[ $code == 404 ]] || fail "GET /other answered $code, expected 404"
+nogw="$("$ROOT/tools/stormctl" --prefix "nosuch$$" status 2>&1)" && fail "stormctl without a gateway succeeded"
+grep -q "cannot reach" <<< "$nogw" || fail "stormctl without a gateway: $nogw"
+
 query "$tmp/tel-on.txt" true
 query "$tmp/tel-off.txt" false
 cat "$tmp/tel-on.txt" "$tmp/tel-off.txt"

@@ -1,0 +1,188 @@
+#include "control/metrics.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "control/gateway.h"
+
+namespace sg::ctl {
+namespace {
+
+constexpr int kMaxRequestsPerPoll = 4;
+constexpr int kReadTimeoutMs = 50;  // a client gets this long to send its request line
+
+void metric(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP stormgate_";
+  out += name;
+  out += " ";
+  out += help;
+  out += "\n# TYPE stormgate_";
+  out += name;
+  out += " ";
+  out += type;
+  out += "\n";
+}
+
+void value(std::string& out, const char* name, const std::string& labels, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, " %.17g\n", v);
+  out += "stormgate_";
+  out += name;
+  if (!labels.empty()) out += "{" + labels + "}";
+  out += b;
+}
+
+std::string label(const char* k, const std::string& v) {
+  std::string s = std::string(k) + "=\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') s += '\\';
+    if (c == '\n') {
+      s += "\\n";
+      continue;
+    }
+    s += c;
+  }
+  return s + "\"";
+}
+
+}  // namespace
+
+std::string metrics_text(const Gateway& gw) {
+  std::string o;
+  const Totals t = gw.totals();
+  const std::string site = label("site", gw.config().site.name);
+  metric(o, "rx_packets_total", "counter", "Packets received on every port and queue.");
+  value(o, "rx_packets_total", site, static_cast<double>(t.rx_packets));
+  metric(o, "tx_packets_total", "counter", "Packets sent.");
+  value(o, "tx_packets_total", site, static_cast<double>(t.tx_packets));
+  metric(o, "rx_bytes_total", "counter", "Bytes received.");
+  value(o, "rx_bytes_total", site, static_cast<double>(t.rx_bytes));
+  metric(o, "tx_bytes_total", "counter", "Bytes sent.");
+  value(o, "tx_bytes_total", site, static_cast<double>(t.tx_bytes));
+  metric(o, "drops_total", "counter", "Frames dropped, by reason.");
+  for (size_t i = 0; i < static_cast<size_t>(dp::Drop::kCount); ++i)
+    value(o, "drops_total", site + "," + label("reason", dp::drop_reason_name(static_cast<dp::Drop>(i))),
+          static_cast<double>(t.drop_by_reason[i]));
+  metric(o, "tx_refused_total", "counter", "Packets the ports did not take (freed).");
+  value(o, "tx_refused_total", site, static_cast<double>(t.tx_dropped));
+  metric(o, "ltp_data_rx_total", "counter", "LTP DATA chunks received.");
+  value(o, "ltp_data_rx_total", site, static_cast<double>(t.data_rx));
+  metric(o, "ltp_data_tx_total", "counter", "LTP DATA chunks sent.");
+  value(o, "ltp_data_tx_total", site, static_cast<double>(t.data_tx));
+  metric(o, "relay_forwarded_total", "counter", "DATA relayed for other sites (multipath).");
+  value(o, "relay_forwarded_total", site, static_cast<double>(t.relay_forwarded));
+  metric(o, "link_rate_bytes_per_second", "gauge", "Measured throughput of the link from a peer into this site.");
+  metric(o, "link_rtt_seconds", "gauge", "Smoothed RTT of the link from a peer (-1: unknown).");
+  metric(o, "link_loss_ratio", "gauge", "Loss rate of the link from a peer.");
+  std::string rates, rtts, losses;
+  for (const LinkView& l : gw.link_views()) {
+    const std::string lb = site + "," + label("peer", std::to_string(l.peer_id));
+    value(rates, "link_rate_bytes_per_second", lb, l.mbit_s * 1e6 / 8);
+    value(rtts, "link_rtt_seconds", lb, l.rtt_ms < 0 ? -1 : l.rtt_ms / 1e3);
+    value(losses, "link_loss_ratio", lb, l.loss);
+  }
+  o += rates + rtts + losses;
+  if (const dp::JobRunner* job = gw.job()) {
+    const auto& c = job->counters();
+    const std::string jl = site + "," + label("job", std::to_string(gw.config().job.id));
+    metric(o, "rounds_total", "counter", "Rounds this site completed.");
+    value(o, "rounds_total", jl, static_cast<double>(c.rounds.get()));
+    metric(o, "last_round_seconds", "gauge", "Duration of the last round.");
+    value(o, "last_round_seconds", jl, static_cast<double>(c.last_round_ns.load()) / 1e9);
+    metric(o, "early_closes_total", "counter", "Transfers closed early (Early Close).");
+    value(o, "early_closes_total", jl, static_cast<double>(c.early_closes.get()));
+    metric(o, "bubbles_total", "counter", "Chunks filled because they never arrived (Bubble Filling).");
+    value(o, "bubbles_total", jl + "," + label("direction", "up"), static_cast<double>(c.up_bubbles.get()));
+    value(o, "bubbles_total", jl + "," + label("direction", "down"), static_cast<double>(c.down_bubbles.get()));
+    metric(o, "round_timeouts_total", "counter", "Rounds completed by the round timeout.");
+    value(o, "round_timeouts_total", jl, static_cast<double>(c.timeouts.get()));
+    metric(o, "retransmits_total", "counter", "DATA retransmissions.");
+    value(o, "retransmits_total", jl, static_cast<double>(c.retransmits.get()));
+    metric(o, "policy_version", "gauge", "The policy version in force.");
+    value(o, "policy_version", jl, gw.policy_version());
+  }
+  if (const PolicyAgent* a = gw.agent()) {
+    const auto& st = a->stats();
+    metric(o, "policy_switches_total", "counter", "Policy switches agreed with the other gateways.");
+    value(o, "policy_switches_total", site, static_cast<double>(st.switches.load()));
+    metric(o, "policy_proposals_total", "counter", "New policies proposed (the coordinator).");
+    value(o, "policy_proposals_total", site, static_cast<double>(st.proposals.load()));
+    metric(o, "measurement_rows_total", "counter", "Measurement rows, by direction.");
+    value(o, "measurement_rows_total", site + "," + label("direction", "sent"), static_cast<double>(st.rows_sent.load()));
+    value(o, "measurement_rows_total", site + "," + label("direction", "received"),
+          static_cast<double>(st.rows_received.load()));
+    metric(o, "probe_trains_total", "counter", "Probe trains sent, and trains measured from peers.");
+    value(o, "probe_trains_total", site + "," + label("direction", "sent"), static_cast<double>(st.probe_trains_sent.load()));
+    value(o, "probe_trains_total", site + "," + label("direction", "measured"), static_cast<double>(st.probe_results.load()));
+  }
+  return o;
+}
+
+MetricsServer::~MetricsServer() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool MetricsServer::open(uint16_t port, std::string& error) {
+  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) {
+    error = std::string("socket: ") + std::strerror(errno);
+    return false;
+  }
+  const int one = 1;
+  setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd_, 8) != 0) {
+    error = "telemetry.prometheus_port " + std::to_string(port) + ": " + std::strerror(errno);
+    close(fd_);
+    fd_ = -1;
+    return false;
+  }
+  return true;
+}
+
+void MetricsServer::poll(const Gateway& gw) {
+  if (fd_ < 0) return;
+  for (int k = 0; k < kMaxRequestsPerPoll; ++k) {
+    const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (c < 0) return;  // nothing waiting
+    // The request line within a short wait; anything else (no GET /metrics) gets a 404.
+    char req[1024];
+    ssize_t n = 0;
+    pollfd p{c, POLLIN, 0};
+    if (::poll(&p, 1, kReadTimeoutMs) == 1) n = recv(c, req, sizeof req - 1, MSG_DONTWAIT);
+    req[n > 0 ? n : 0] = 0;
+    const bool ok = std::strncmp(req, "GET /metrics", 12) == 0;
+    const std::string body = ok ? metrics_text(gw) : std::string("not found: GET /metrics\n");
+    const std::string head = std::string(ok ? "HTTP/1.0 200 OK" : "HTTP/1.0 404 Not Found") +
+                             "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
+                             std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
+    const std::string all = head + body;
+    size_t sent = 0;
+    for (int tries = 0; sent < all.size() && tries < 100; ++tries) {
+      const ssize_t w = send(c, all.data() + sent, all.size() - sent, MSG_NOSIGNAL);
+      if (w > 0) {
+        sent += static_cast<size_t>(w);
+      } else if (errno == EAGAIN) {
+        pollfd q{c, POLLOUT, 0};
+        ::poll(&q, 1, 10);
+      } else {
+        break;
+      }
+    }
+    close(c);
+    ++served_;
+  }
+}
+
+}  // namespace sg::ctl
