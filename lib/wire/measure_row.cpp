@@ -17,8 +17,9 @@ T clamp_to(double v, double lo, double hi) {
 
 std::vector<std::vector<uint8_t>> encode_measure_row(const MeasureRow& row, size_t max_bytes) {
   std::vector<std::vector<uint8_t>> out;
+  if (max_bytes < sizeof(MeasureRowHeader)) return out;
   const size_t per = measure_entries_per_message(max_bytes);
-  if (per == 0) return out;
+  if (per == 0 && !row.links.empty()) return out;  // an empty row still fits as a bare header
   size_t i = 0;
   do {
     const size_t count = std::min(per, row.links.size() - i);

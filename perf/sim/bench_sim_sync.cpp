@@ -89,6 +89,10 @@ int main(int argc, char** argv) {
   }
   line.num("wall_s", bench::now_seconds() - t_start);
   line.str("mode", args.part.quick ? "quick" : "full");
+  // Every replan, split, codec and probe decision of the non-oracle modes comes from this class,
+  // the one a gateway's control thread runs (keys ending in _oracle bypass it by design).
+  line.str("controller", "sg::controller::Controller");
+  rep.data.str("controller", "sg::controller::Controller");
   if (!args.out.empty()) {
     std::filesystem::create_directories(args.out);
     std::ofstream(args.out + "/sim-sync.json") << rep.data.done() << "\n";

@@ -64,6 +64,18 @@ TEST(MeasureRow, LongRowsSplitIntoMessagesThatStandAlone) {
   EXPECT_EQ(links, 120u);
 }
 
+TEST(MeasureRow, AnEmptyRowNeedsOnlyTheHeader) {
+  MeasureRow r;  // a site that has measured nothing yet still reports its egress peak
+  r.site = 1;
+  r.egress_peak = 1e6;
+  const auto parts = encode_measure_row(r, sizeof(MeasureRowHeader));
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].size(), sizeof(MeasureRowHeader));
+  EXPECT_TRUE(parse_measure_row(parts[0], 2).ok());
+  EXPECT_TRUE(encode_measure_row(r, sizeof(MeasureRowHeader) - 1).empty());
+  EXPECT_TRUE(encode_measure_row(sample_row(0, 1), sizeof(MeasureRowHeader) + 1).empty()) << "an entry does not fit";
+}
+
 TEST(MeasureRow, ValuesOutsideTheWireRangeAreClamped) {
   MeasureRow r = sample_row(0, 1);
   r.links[0].loss = 7;           // > 1
