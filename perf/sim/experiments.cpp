@@ -193,6 +193,18 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
     sr.replanned = gw[0]->policy_version() != version;
     if (sr.replanned) ++out.policy_switches;
     version = gw[0]->policy_version();
+    if (std::getenv("SG_SIM_DEBUG")) {  // diagnostic only: the model's time for the plan in force
+      const topo::Network truth = sim::network_at(w, wan.now(), s.scale, kAggBps);
+      std::fprintf(stderr, "%s round %d: %.3f s, splits %d, model on true rates %.3f s; sent %llu relayed %llu "
+                   "queue drops %llu lost %llu; retx %llu timeouts %llu\n", name.c_str(), r, rr.seconds, sr.splits,
+                   topo::round_time(truth, plan, s.chunk_real).total_s,
+                   static_cast<unsigned long long>(wan.stats().packets_sent),
+                   static_cast<unsigned long long>(wan.stats().relayed),
+                   static_cast<unsigned long long>(wan.stats().dropped_queue),
+                   static_cast<unsigned long long>(wan.stats().lost),
+                   static_cast<unsigned long long>(rr.stats.retransmits),
+                   static_cast<unsigned long long>(rr.stats.timeouts));
+    }
     out.rounds.push_back(sr);
     out.total_s += rr.seconds;
     out.last = rr.stats;
