@@ -1,0 +1,40 @@
+// Keys between gateways: one pre-shared secret per deployment, kept in a key file that the
+// YAML names by path (never inline), and from it one key per directed site pair and epoch by
+// HKDF-SHA256 (RFC 5869). Directed keys mean two sites never seal with the same key, so a
+// packet number needs to be unique only per sender, per peer, per epoch.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "crypto/aead.h"
+
+namespace sg::crypto {
+
+inline constexpr size_t kMinSecretBytes = 16;
+inline constexpr size_t kMaxSecretBytes = 64;
+
+struct SecretFile {
+  std::vector<uint8_t> secret;  // empty on error
+  std::string error;            // names the file and what is wrong with it
+};
+
+// Reads a key file: one line of 32..128 hex digits (16..64 bytes), '#' comments and blank
+// lines allowed. Refused unless it is a regular file that neither group nor others can read
+// or write (like ssh's private keys): a secret in a world-readable file is not a secret.
+SecretFile load_secret(const std::string& path);
+
+// The key `from` seals with toward `to` in `epoch` (key_len(suite) bytes). Empty if OpenSSL
+// fails. Allocates inside OpenSSL: call it when a session is built or an epoch is prepared.
+std::vector<uint8_t> derive_key(std::span<const uint8_t> secret, Suite suite, uint16_t from, uint16_t to,
+                                uint32_t epoch);
+
+// A short public fingerprint of the secret (16 hex digits, derived by HKDF under a label of its
+// own, so it reveals nothing usable about the keys). Gateways compare fingerprints to say
+// "the key files differ" instead of dropping every packet as forged.
+std::string fingerprint(std::span<const uint8_t> secret);
+
+}  // namespace sg::crypto

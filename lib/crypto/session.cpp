@@ -1,0 +1,113 @@
+#include "crypto/session.h"
+
+#include <algorithm>
+
+#include "crypto/keys.h"
+
+namespace sg::crypto {
+namespace {
+
+std::unique_ptr<Aead> keyed(std::span<const uint8_t> secret, const SessionConfig& c, uint32_t epoch) {
+  const std::vector<uint8_t> key = derive_key(secret, c.suite, c.from, c.to, epoch);
+  return std::make_unique<Aead>(c.suite, key);
+}
+
+}  // namespace
+
+const char* verdict_name(OpenVerdict v) {
+  switch (v) {
+    case OpenVerdict::kOk: return "ok";
+    case OpenVerdict::kTruncated: return "truncated";
+    case OpenVerdict::kUnknownEpoch: return "unknown_epoch";
+    case OpenVerdict::kDuplicate: return "replayed";
+    case OpenVerdict::kTooOld: return "too_old";
+    case OpenVerdict::kBadTag: return "bad_tag";
+  }
+  return "?";
+}
+
+TxSession::TxSession(std::span<const uint8_t> secret, const SessionConfig& cfg)
+    : secret_(secret.begin(), secret.end()), cfg_(cfg) {
+  cfg_.rekey_after = std::clamp<uint64_t>(cfg_.rekey_after, 1, kAesGcmPacketLimit);
+  epoch_ = cfg_.first_epoch;
+  cur_ = keyed(secret_, cfg_, epoch_);
+}
+
+void TxSession::rekey_now() {
+  ++epoch_;
+  pn_ = 0;
+  cur_ = keyed(secret_, cfg_, epoch_);
+}
+
+size_t TxSession::seal(std::span<uint8_t> buf, size_t len, size_t aad_len) {
+  if (!ok() || aad_len > len || len + kTrailerLen > buf.size()) return 0;
+  if (pn_ >= cfg_.rekey_after) rekey_now();
+  const uint64_t seq = static_cast<uint64_t>(epoch_ & 0xffff) << kEpochShift | pn_;
+  uint8_t* t = buf.data() + len;
+  for (int i = 0; i < 8; ++i) t[i] = static_cast<uint8_t>(seq >> (56 - 8 * i));
+  // The trailer's packet number is authenticated with the header: nobody can move a packet
+  // into another slot of the window.
+  std::span<const uint8_t> aad(buf.data(), aad_len);
+  std::span<uint8_t> text(buf.data() + aad_len, len - aad_len);
+  const Nonce nonce = make_nonce(seq);
+  if (!cur_->seal(nonce, aad, text, cfg_.protection, std::span<uint8_t, kTagLen>(t + kSeqLen, kTagLen))) return 0;
+  ++pn_;
+  ++total_;
+  return len + kTrailerLen;
+}
+
+RxSession::RxSession(std::span<const uint8_t> secret, const SessionConfig& cfg)
+    : secret_(secret.begin(), secret.end()), cfg_(cfg) {
+  resync(cfg_.first_epoch);
+}
+
+void RxSession::resync(uint32_t epoch) {
+  slots_[0] = Slot{};
+  slots_[1] = make(epoch);
+  slots_[2] = make(epoch + 1);
+}
+
+RxSession::Slot RxSession::make(uint32_t epoch) const {
+  Slot s;
+  s.epoch = epoch;
+  s.aead = keyed(secret_, cfg_, epoch);
+  s.window = std::make_unique<ReplayWindow>(cfg_.replay_window);
+  s.valid = s.aead->ok();
+  return s;
+}
+
+void RxSession::advance() {
+  slots_[0] = std::move(slots_[1]);
+  slots_[1] = std::move(slots_[2]);
+  slots_[2] = make(slots_[1].epoch + 1);
+}
+
+OpenVerdict RxSession::open(std::span<uint8_t> msg, size_t aad_len, size_t* len) {
+  if (msg.size() < aad_len + kTrailerLen) return OpenVerdict::kTruncated;
+  const size_t body = msg.size() - kTrailerLen;
+  const uint8_t* t = msg.data() + body;
+  uint64_t seq = 0;
+  for (int i = 0; i < 8; ++i) seq = seq << 8 | t[i];
+  const uint32_t e16 = static_cast<uint32_t>(seq >> kEpochShift);
+  const uint64_t pn = seq & kPacketMask;
+  int k = -1;  // which slot: epochs are compared modulo 2^16 as they travel
+  for (int i = 0; i < 3; ++i)
+    if (slots_[i].valid && (slots_[i].epoch & 0xffff) == e16) k = i;
+  if (k < 0) return OpenVerdict::kUnknownEpoch;
+  Slot& s = slots_[k];
+  switch (s.window->check(pn)) {
+    case ReplayVerdict::kDuplicate: return OpenVerdict::kDuplicate;
+    case ReplayVerdict::kTooOld: return OpenVerdict::kTooOld;
+    case ReplayVerdict::kFresh: break;
+  }
+  std::span<const uint8_t> aad(msg.data(), aad_len);
+  std::span<uint8_t> text(msg.data() + aad_len, body - aad_len);
+  if (!s.aead->open(make_nonce(seq), aad, text, cfg_.protection, std::span<const uint8_t, kTagLen>(t + kSeqLen, kTagLen)))
+    return OpenVerdict::kBadTag;
+  s.window->accept(pn);
+  if (k == 2) advance();  // the sender moved on: its next epoch is now current
+  *len = body;
+  return OpenVerdict::kOk;
+}
+
+}  // namespace sg::crypto
