@@ -1,3 +1,4 @@
+// Component figures (keys end in _component: lib/crypto alone, not yet the gateway's path).
 // Per-core throughput of lib/crypto's sessions on LTP DATA-sized messages (56-byte header as
 // associated data, 1400-byte payload, 24-byte trailer): seal, and open including the replay
 // check, for each suite and protection. perf/run/crypto passes `openssl speed`'s figure for
@@ -104,14 +105,14 @@ int main(int argc, char** argv) {
            bench::fmt(r.open_gbps, "%.2f"), bench::fmt(r.seal_gbps * 1e3 / (kMsg * 8), "%.3f"),
            is_enc && ref > 0 ? bench::fmt(ref, "%.2f") : "-",
            is_enc && ref > 0 ? bench::fmt(r.seal_gbps / ref, "%.2f") : "-"});
-    line.num(std::string(c.key) + "_seal_gbps", r.seal_gbps);
-    line.num(std::string(c.key) + "_open_gbps", r.open_gbps);
-    if (is_enc && ref > 0) line.num(std::string(c.key) + "_vs_openssl_speed", r.seal_gbps / ref);
+    line.num(std::string(c.key) + "_seal_gbps_component", r.seal_gbps);
+    line.num(std::string(c.key) + "_open_gbps_component", r.open_gbps);
+    if (is_enc && ref > 0) line.num(std::string(c.key) + "_vs_openssl_speed_component", r.seal_gbps / ref);
   }
   t.print();
-  line.num("auth_only_vs_encrypt_aes", auth[0] / enc[0]);
-  line.num("auth_only_vs_encrypt_chacha", auth[1] / enc[1]);
-  line.num("chacha_vs_aes_encrypt", enc[1] / enc[0]);
+  line.num("auth_only_vs_encrypt_aes_component", auth[0] / enc[0]);
+  line.num("auth_only_vs_encrypt_chacha_component", auth[1] / enc[1]);
+  line.num("chacha_vs_aes_encrypt_component", enc[1] / enc[0]);
   std::printf("\nauthentication only vs encryption: %.2fx (AES-GCM), %.2fx (ChaCha20-Poly1305); ChaCha20 vs AES-GCM %.2fx\n",
               auth[0] / enc[0], auth[1] / enc[1], enc[1] / enc[0]);
   std::printf("(the dataplane figure auth_vs_plain_1500 needs the AEAD in the gateway's path: not built yet)\n");
