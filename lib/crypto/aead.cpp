@@ -3,6 +3,9 @@
 #include <openssl/evp.h>
 
 #include <climits>
+#include <cstring>
+
+#include "common/endian.h"
 
 namespace sg::crypto {
 namespace {
@@ -29,7 +32,8 @@ std::optional<Suite> parse_suite(std::string_view name) {
 
 Nonce make_nonce(uint64_t seq) {
   Nonce n{};
-  for (int i = 0; i < 8; ++i) n[4 + i] = static_cast<uint8_t>(seq >> (56 - 8 * i));
+  const be64 s(seq);
+  std::memcpy(n.data() + 4, &s, sizeof s);
   return n;
 }
 
@@ -54,41 +58,41 @@ Aead::~Aead() {
   EVP_CIPHER_CTX_free(dec_);
 }
 
+namespace {
+
+// One packet through a context keyed for either direction (EVP_Cipher* follow the context's
+// direction): nonce, associated data, then the text encrypted/decrypted in place or, for
+// authentication only, added to the associated data.
+bool run(EVP_CIPHER_CTX* ctx, const Nonce& nonce, std::span<const uint8_t> aad, std::span<uint8_t> text,
+         Protection p) {
+  int n = 0;
+  if (EVP_CipherInit_ex(ctx, nullptr, nullptr, nullptr, nonce.data(), -1) != 1) return false;
+  if (!aad.empty() && EVP_CipherUpdate(ctx, nullptr, &n, aad.data(), static_cast<int>(aad.size())) != 1) return false;
+  if (text.empty()) return true;
+  uint8_t* out = p == Protection::kAuthOnly ? nullptr : text.data();
+  return EVP_CipherUpdate(ctx, out, &n, text.data(), static_cast<int>(text.size())) == 1;
+}
+
+}  // namespace
+
 bool Aead::seal(const Nonce& nonce, std::span<const uint8_t> aad, std::span<uint8_t> text, Protection p,
                 std::span<uint8_t, kTagLen> tag) {
-  if (!ok() || !fits(aad.size()) || !fits(text.size())) return false;
-  int n = 0;
-  if (EVP_EncryptInit_ex(enc_, nullptr, nullptr, nullptr, nonce.data()) != 1) return false;
-  if (!aad.empty() && EVP_EncryptUpdate(enc_, nullptr, &n, aad.data(), static_cast<int>(aad.size())) != 1) return false;
-  if (!text.empty()) {
-    if (p == Protection::kAuthOnly) {
-      if (EVP_EncryptUpdate(enc_, nullptr, &n, text.data(), static_cast<int>(text.size())) != 1) return false;
-    } else if (EVP_EncryptUpdate(enc_, text.data(), &n, text.data(), static_cast<int>(text.size())) != 1) {
-      return false;
-    }
-  }
+  if (!ok() || !fits(aad.size()) || !fits(text.size()) || !run(enc_, nonce, aad, text, p)) return false;
   uint8_t end[16];
-  if (EVP_EncryptFinal_ex(enc_, end, &n) != 1) return false;
+  int n = 0;
+  if (EVP_CipherFinal_ex(enc_, end, &n) != 1) return false;
   return EVP_CIPHER_CTX_ctrl(enc_, EVP_CTRL_AEAD_GET_TAG, kTagLen, tag.data()) == 1;
 }
 
 bool Aead::open(const Nonce& nonce, std::span<const uint8_t> aad, std::span<uint8_t> text, Protection p,
                 std::span<const uint8_t, kTagLen> tag) {
-  if (!ok() || !fits(aad.size()) || !fits(text.size())) return false;
-  int n = 0;
-  if (EVP_DecryptInit_ex(dec_, nullptr, nullptr, nullptr, nonce.data()) != 1) return false;
-  // OpenSSL copies the expected tag; the const_cast is for its non-const ctrl signature.
+  if (!ok() || !fits(aad.size()) || !fits(text.size()) || !run(dec_, nonce, aad, text, p)) return false;
+  // The expected tag may be set any time before Final; the const_cast is for OpenSSL's
+  // non-const ctrl signature (it copies the bytes).
   if (EVP_CIPHER_CTX_ctrl(dec_, EVP_CTRL_AEAD_SET_TAG, kTagLen, const_cast<uint8_t*>(tag.data())) != 1) return false;
-  if (!aad.empty() && EVP_DecryptUpdate(dec_, nullptr, &n, aad.data(), static_cast<int>(aad.size())) != 1) return false;
-  if (!text.empty()) {
-    if (p == Protection::kAuthOnly) {
-      if (EVP_DecryptUpdate(dec_, nullptr, &n, text.data(), static_cast<int>(text.size())) != 1) return false;
-    } else if (EVP_DecryptUpdate(dec_, text.data(), &n, text.data(), static_cast<int>(text.size())) != 1) {
-      return false;
-    }
-  }
   uint8_t end[16];
-  return EVP_DecryptFinal_ex(dec_, end, &n) == 1;
+  int n = 0;
+  return EVP_CipherFinal_ex(dec_, end, &n) == 1;
 }
 
 }  // namespace sg::crypto

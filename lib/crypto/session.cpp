@@ -1,6 +1,9 @@
 #include "crypto/session.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "common/endian.h"
 
 #include "crypto/keys.h"
 
@@ -44,7 +47,8 @@ size_t TxSession::seal(std::span<uint8_t> buf, size_t len, size_t aad_len) {
   if (pn_ >= cfg_.rekey_after) rekey_now();
   const uint64_t seq = static_cast<uint64_t>(epoch_ & 0xffff) << kEpochShift | pn_;
   uint8_t* t = buf.data() + len;
-  for (int i = 0; i < 8; ++i) t[i] = static_cast<uint8_t>(seq >> (56 - 8 * i));
+  const be64 wire_seq(seq);
+  std::memcpy(t, &wire_seq, kSeqLen);
   // The trailer's packet number is authenticated with the header: nobody can move a packet
   // into another slot of the window.
   std::span<const uint8_t> aad(buf.data(), aad_len);
@@ -86,8 +90,9 @@ OpenVerdict RxSession::open(std::span<uint8_t> msg, size_t aad_len, size_t* len)
   if (msg.size() < aad_len + kTrailerLen) return OpenVerdict::kTruncated;
   const size_t body = msg.size() - kTrailerLen;
   const uint8_t* t = msg.data() + body;
-  uint64_t seq = 0;
-  for (int i = 0; i < 8; ++i) seq = seq << 8 | t[i];
+  be64 wire_seq;
+  std::memcpy(&wire_seq, t, kSeqLen);
+  const uint64_t seq = wire_seq.load();
   const uint32_t e16 = static_cast<uint32_t>(seq >> kEpochShift);
   const uint64_t pn = seq & kPacketMask;
   int k = -1;  // which slot: epochs are compared modulo 2^16 as they travel
