@@ -209,10 +209,10 @@ void UdpSink::send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::
       ++unroutable_;
       return;
     }
-    sock_.queue(&to, head, payload, meta.trailer_len);
+    sock_.queue(&to, head, payload);
     return;
   }
-  sock_.queue(nullptr, head, payload, meta.trailer_len);
+  sock_.queue(nullptr, head, payload);
 }
 
 }  // namespace sg::client

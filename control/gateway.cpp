@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "control/telemetry.h"
+#include "crypto/keys.h"
 #include "dataplane/log.h"
 #include "dataplane/mbuf_ring.h"
 
@@ -36,6 +37,22 @@ bool Gateway::start() {
       return false;
     }
   }
+  {
+    std::string err;
+    if (!load_peer_security(cfg_, security_.params, err) || !security_.build(workers, err)) {
+      SG_LOG(ERR, control, "%s\n", err.c_str());
+      return false;
+    }
+    if (security_.on())
+      SG_LOG(INFO, control, "traffic between gateways sealed with %s (%s), key fingerprint %s, first epoch %u\n",
+             crypto::suite_name(security_.params.suite),
+             security_.params.protection == crypto::Protection::kAuthOnly ? "authentication only" : "encrypted",
+             crypto::fingerprint(security_.params.secret).c_str(), security_.params.first_epoch);
+    else if (!cfg_.peers.empty())
+      SG_LOG(WARNING, control, "%s: security.mode is plain: traffic between gateways is NOT authenticated; anyone "
+                              "who reaches this gateway's UDP port can alter training (experiments only)\n",
+             cfg_.source.c_str());
+  }
   const uint32_t n = dp::mbufs_needed(cfg_, workers);
   pool_ = dp::create_pool("sg_pool", n, cfg_.dataplane.mbuf_cache, dp::mbuf_data_room(cfg_));
   if (!pool_) return false;
@@ -57,6 +74,8 @@ bool Gateway::start() {
   for (unsigned w = 0; w < workers; ++w) {
     ep.queue = static_cast<uint16_t>(w);
     handlers_.push_back(std::make_unique<dp::GatewayHandler>(cfg_, ports_, nbrs_, routes_, w == 0));
+    if (security_.on())
+      handlers_.back()->attach_security(security_.engine_openers[w].get(), security_.engine_sealers[w].get());
     engines_.push_back(std::make_unique<dp::Engine>(ports_, pool_, *handlers_.back(), ep));
   }
   if (cfg_.job.model_bytes) {
@@ -68,6 +87,7 @@ bool Gateway::start() {
     for (unsigned q = 0; q < workers; ++q) {
       dp::LtpCounters& lc = const_cast<dp::LtpCounters&>(handlers_[q]->ltp());
       ltp_txs_.push_back(std::make_unique<dp::LtpTx>(ports_, nbrs_, routes_, lc));
+      if (security_.on()) ltp_txs_.back()->set_sealer(security_.engine_sealers[q].get());
       jobs_.push_back(std::make_unique<dp::JobRunner>(cfg_, plan_, policy_version_, *ltp_txs_.back(),
                                                       dp::ShardRole{q, workers}));
       handlers_[q]->attach_job(jobs_.back().get(), ltp_txs_.back().get());
@@ -121,6 +141,7 @@ bool Gateway::start() {
       agent_ = std::make_unique<PolicyAgent>(cfg_, plan_, pool_, ports_, nbrs_, routes_, ctl_in_, ctl_out_,
                                              *policy_slot_);
       handlers_[0]->attach_control(ctl_in_, ctl_out_);
+      if (security_.on()) agent_->set_sealer(security_.control.get());
       job_->set_gate(&agent_->approved_through());  // the lead begins every round
     }
   }
@@ -177,6 +198,10 @@ Totals Gateway::totals() const {
     t.relay_no_route += l.relay_no_route.get();
     t.relay_refused += l.relay_refused.get();
     t.txq_full += l.txq_full.get();
+    t.opened += l.opened.get();
+    t.sealed += l.sealed.get();
+    t.seal_failed += l.seal_failed.get();
+    for (size_t i = 0; i < l.auth_drops.size(); ++i) t.auth_drops[i] += l.auth_drops[i].get();
   }
   return t;
 }
@@ -318,6 +343,14 @@ bool Gateway::stop() {
     if (t.drop_by_reason[i])
       drops += std::string(" ") + dp::drop_reason_name(static_cast<dp::Drop>(i)) + "=" + std::to_string(t.drop_by_reason[i]);
   std::printf("[%s] drops:%s\n", cfg_.site.name.c_str(), drops.empty() ? " none" : drops.c_str());
+  if (security_.on()) {
+    std::string refused;
+    for (size_t i = 0; i < static_cast<size_t>(dp::AuthDrop::kCount); ++i)
+      if (t.auth_drops[i])
+        refused += std::string(" ") + dp::auth_drop_name(static_cast<dp::AuthDrop>(i)) + "=" + std::to_string(t.auth_drops[i]);
+    std::printf("[%s] sealed: %llu messages sealed, %llu opened, refused:%s\n", cfg_.site.name.c_str(),
+                (unsigned long long)t.sealed, (unsigned long long)t.opened, refused.empty() ? " none" : refused.c_str());
+  }
   if (job_) {
     const auto& rc = job_->counters();
     const uint64_t n = rc.rounds.get();

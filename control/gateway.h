@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "control/security.h"
 #include "dataplane/engine.h"
 #include "dataplane/gateway_handler.h"
 #include "dataplane/job_runner.h"
@@ -31,6 +32,9 @@ struct Totals {
   uint64_t relayed_tx = 0, relayed_rx = 0, relay_forwarded = 0, relay_forwarded_bytes = 0, relay_no_route = 0,
            relay_refused = 0, txq_full = 0;
   uint64_t drop_by_reason[static_cast<size_t>(dp::Drop::kCount)] = {};
+  // Sealing (lib/crypto): messages opened and sealed, and refusals by reason.
+  uint64_t opened = 0, sealed = 0, seal_failed = 0;
+  uint64_t auth_drops[static_cast<size_t>(dp::AuthDrop::kCount)] = {};
 };
 
 // What the control thread measured on one incoming link (peer -> us), for telemetry.
@@ -97,6 +101,7 @@ class Gateway {
   dp::JobRunner* job_ = nullptr;
   std::vector<std::unique_ptr<dp::EngineLink>> links_;
   std::vector<rte_ring*> handoff_rings_;  // per engine: job frames for its shards (MP/SC)
+  GatewaySecurity security_;
   // Control thread state.
   void drain_samples();
   // Job bytes sent to each site so far (plan order; DATA over every path), and their sum.

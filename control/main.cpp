@@ -1,6 +1,7 @@
 // stormgate: the gateway process.
 //   stormgate [EAL args] -- --config FILE [--duration SECONDS]
 //   stormgate --check-config FILE [FILE...]
+//   stormgate --keygen FILE
 #include <rte_pdump.h>
 
 #include <csignal>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "config/load.h"
+#include "crypto/keys.h"
 #include "control/gateway.h"
 #include "dataplane/eal.h"
 
@@ -25,6 +27,7 @@ void usage(FILE* out) {
                "usage: stormgate [EAL args] -- --config FILE [--duration SECONDS]\n"
                "       stormgate --check-config FILE [FILE...]\n"
                "       stormgate --max-chunk-bytes MTU   the largest chunk_bytes a port of this MTU carries\n"
+               "       stormgate --keygen FILE           write a new pre-shared secret (mode 0600) for security.key_file\n"
                "  --config FILE      gateway config (YAML; keys in config/README.md)\n"
                "  --duration S       stop by itself after S seconds (default: run until SIGINT/SIGTERM)\n"
                "  --check-config     validate config files and exit: 0 if all are valid, 1 otherwise,\n"
@@ -62,6 +65,20 @@ int main(int argc, char** argv) {
   // Config checking needs no EAL, no devices and no privileges.
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--check-config")) return check_configs(argc, argv, i + 1);
+    if (!std::strcmp(argv[i], "--keygen")) {
+      if (i + 1 >= argc) {
+        usage(stderr);
+        return 2;
+      }
+      const std::string err = sg::crypto::write_new_secret(argv[i + 1]);
+      if (!err.empty()) {
+        std::fprintf(stderr, "stormgate: --keygen: %s\n", err.c_str());
+        return 1;
+      }
+      std::printf("%s: new secret written (copy it to every gateway of the deployment over a secure channel)\n",
+                  argv[i + 1]);
+      return 0;
+    }
     if (!std::strcmp(argv[i], "--max-chunk-bytes")) {
       // For scripts that size chunks for a link (scripts/testbed): derived from the wire structs.
       char* end = nullptr;

@@ -71,6 +71,14 @@ std::string metrics_text(const Gateway& gw) {
   for (size_t i = 0; i < static_cast<size_t>(dp::Drop::kCount); ++i)
     value(o, "drops_total", site + "," + label("reason", dp::drop_reason_name(static_cast<dp::Drop>(i))),
           static_cast<double>(t.drop_by_reason[i]));
+  metric(o, "auth_refused_total", "counter", "LTP messages not admitted (unsealed, forged, replayed, unknown source...), by reason.");
+  for (size_t i = 0; i < static_cast<size_t>(dp::AuthDrop::kCount); ++i)
+    value(o, "auth_refused_total", site + "," + label("reason", dp::auth_drop_name(static_cast<dp::AuthDrop>(i))),
+          static_cast<double>(t.auth_drops[i]));
+  metric(o, "sealed_total", "counter", "LTP messages sealed for other gateways.");
+  value(o, "sealed_total", site, static_cast<double>(t.sealed));
+  metric(o, "opened_total", "counter", "Sealed LTP messages from other gateways that authenticated.");
+  value(o, "opened_total", site, static_cast<double>(t.opened));
   metric(o, "tx_refused_total", "counter", "Packets the ports did not take (freed).");
   value(o, "tx_refused_total", site, static_cast<double>(t.tx_dropped));
   metric(o, "ltp_data_rx_total", "counter", "LTP DATA chunks received.");

@@ -59,6 +59,8 @@ class PolicyAgent {
   // The plan in force at the highest approved round; changes only on switches.
   const topo::Plan& current_plan() const { return plane_.current_plan(); }
   const controller::ControlPlane& plane() const { return plane_; }
+  // CONTROL and PROBE leave sealed by `s` (the control thread's lane); null: plain.
+  void set_sealer(crypto::Sealer* s) { tx_->set_sealer(s); }
 
  private:
   class FrameIo;

@@ -49,6 +49,12 @@ int stats_cb(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "relay_no_route", t.relay_no_route);
   rte_tel_data_add_dict_u64(d, "relay_refused", t.relay_refused);
   rte_tel_data_add_dict_u64(d, "txq_full", t.txq_full);
+  rte_tel_data_add_dict_u64(d, "opened", t.opened);
+  rte_tel_data_add_dict_u64(d, "sealed", t.sealed);
+  rte_tel_data_add_dict_u64(d, "seal_failed", t.seal_failed);
+  for (size_t i = 0; i < static_cast<size_t>(dp::AuthDrop::kCount); ++i)
+    rte_tel_data_add_dict_u64(d, (std::string("auth_") + dp::auth_drop_name(static_cast<dp::AuthDrop>(i))).c_str(),
+                              t.auth_drops[i]);
   for (size_t i = 0; i < static_cast<size_t>(dp::Drop::kCount); ++i)
     rte_tel_data_add_dict_u64(d, (std::string("drop_") + dp::drop_reason_name(static_cast<dp::Drop>(i))).c_str(),
                               t.drop_by_reason[i]);

@@ -1,4 +1,5 @@
 #include "dataplane/counters.h"
+#include "dataplane/ltp_counters.h"
 
 namespace sg::dp {
 
@@ -18,7 +19,25 @@ const char* drop_reason_name(Drop d) {
     case Drop::kLtpRefused: return "ltp_refused";
     case Drop::kNoRoute: return "no_route";
     case Drop::kImpairment: return "impairment";
+    case Drop::kUnauthenticated: return "unauthenticated";
     case Drop::kCount: break;
+  }
+  return "unknown";
+}
+
+const char* auth_drop_name(AuthDrop d) {
+  switch (d) {
+    case AuthDrop::kUnknownSource: return "unknown_source";
+    case AuthDrop::kUnsealed: return "unsealed";
+    case AuthDrop::kTruncated: return "truncated";
+    case AuthDrop::kUnknownEpoch: return "unknown_epoch";
+    case AuthDrop::kReplayed: return "replayed";
+    case AuthDrop::kTooOld: return "too_old";
+    case AuthDrop::kBadTag: return "bad_tag";
+    case AuthDrop::kSpoofed: return "spoofed";
+    case AuthDrop::kRelayRefused: return "relay_refused";
+    case AuthDrop::kWorkerRefused: return "worker_refused";
+    case AuthDrop::kCount: break;
   }
   return "unknown";
 }

@@ -33,6 +33,7 @@ enum class Drop : uint8_t {
   kLtpRefused,      // valid but refused by the transport (stale round, duplicate, table full)
   kNoRoute,         // no neighbour entry for the next hop yet
   kImpairment,      // dropped on purpose by the configured impairment layer
+  kUnauthenticated, // LTP that did not authenticate, or from a source not admitted (ltp_counters.h)
   kCount
 };
 

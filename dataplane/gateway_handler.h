@@ -3,8 +3,10 @@
 //   gateway_handler.cpp  the engine's entry points: receive bursts, poll (rings from other
 //                        lcores, the job's timers), stop (free what is held)
 //   rx_classify.cpp      Ethernet / ARP / IPv4 / UDP validation, every drop counted by reason
-//   ltp_dispatch.cpp     an LTP message: admitted (version, job, relay), steered to the engine
+//   ltp_dispatch.cpp     an LTP message: admitted (version, job), steered to the engine
 //                        owning its shard, to the control thread (CONTROL) or to the job
+//   auth.cpp             who may speak: sources (peers by address, workers by subnet), the
+//                        seal opened and the sender's identity checked before any state
 //   relay.cpp            relayed DATA for another site: new headers, out on the direct route
 //   arp.cpp              answer ARP for our addresses, resolve next hops (engine 0 only)
 //   frame_build.h        the Ethernet/IPv4/UDP spec of a frame out of a port, written once
@@ -29,6 +31,11 @@
 #include "dataplane/routes.h"
 #include "wire/ethernet.h"
 #include "wire/ltp_codec.h"
+
+namespace sg::crypto {
+class Opener;
+class Sealer;
+}  // namespace sg::crypto
 
 namespace sg::dp {
 
@@ -63,6 +70,13 @@ class GatewayHandler final : public PacketHandler {
   // Engines other than 0: drain DATA engine 0 dealt to this engine's TX queue (LtpTx's
   // SP/SC ring; each mbuf's hash.usr names its port) and send it on our own queue.
   void attach_tx_ring(rte_ring* ring) { tx_ring_ = ring; }
+  // Sealed traffic between gateways (lib/crypto): `opener` checks what this engine handles,
+  // `sealer` (this engine's lane, shared with its LtpTx) re-seals what it relays. Without
+  // them the gateway is in plain mode and refuses sealed traffic it cannot check.
+  void attach_security(crypto::Opener* opener, crypto::Sealer* sealer) {
+    opener_ = opener;
+    sealer_ = sealer;
+  }
   void on_stop_st(EngineIo& io) override;
 
   void on_rx_st(EngineIo& io, uint16_t port_index, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc) override;
@@ -85,6 +99,7 @@ class GatewayHandler final : public PacketHandler {
     wire::CommonInfo common;
     size_t off = 0;  // of msg in the frame
     Src src;
+    int prev_hop = -1;           // peer index of the source address (-1: none)
     bool relayed_to_us = false;  // came through a relay site
   };
   enum class Verdict { kDeliver, kTaken };
@@ -101,6 +116,14 @@ class GatewayHandler final : public PacketHandler {
                      uint64_t now_tsc);
   Verdict admit_st(EngineIo& io, rte_mbuf* m, LtpIn& in);
   Verdict steer_st(uint16_t port_index, rte_mbuf* m, const LtpIn& in);
+  // auth.cpp. admit_source_st: cheap checks before steering (who sent it, sealed or not);
+  // authenticate_st at the owning engine: the seal opened (in.msg then excludes the trailer),
+  // the claimed sender checked, relayed copies for other sites sent on (kTaken).
+  Verdict admit_source_st(EngineIo& io, rte_mbuf* m, LtpIn& in);
+  Verdict authenticate_st(EngineIo& io, rte_mbuf* m, LtpIn& in);
+  Verdict refuse_auth_st(EngineIo& io, rte_mbuf* m, AuthDrop why);
+  int peer_index_of_addr(uint32_t ipv4) const;
+  bool on_our_subnets(uint32_t ipv4) const;
   void count_rx(const LtpIn& in, EngineIo& io);
   void deliver_st(EngineIo& io, uint16_t port_index, const LtpIn& in, uint64_t now_tsc);
   unsigned owner_of(const wire::CommonInfo& common, std::span<const uint8_t> msg) const;
@@ -128,6 +151,8 @@ class GatewayHandler final : public PacketHandler {
   rte_ring* ctl_out_ = nullptr;
   uint64_t tsc0_ = 0;
   Rng impair_rng_;
+  crypto::Opener* opener_ = nullptr;
+  crypto::Sealer* sealer_ = nullptr;
 };
 
 }  // namespace sg::dp

@@ -9,6 +9,23 @@
 
 namespace sg::dp {
 
+// Why an LTP message was not admitted (each also counts as Drop::kUnauthenticated). Checked
+// before any job or transfer state is touched.
+enum class AuthDrop : uint8_t {
+  kUnknownSource,  // a site's message from an address that is no configured peer
+  kUnsealed,       // a site's message without the seal (or sealed while the config says plain)
+  kTruncated,      // shorter than its header and trailer
+  kUnknownEpoch,   // a key epoch we do not hold (older, or a newer one not yet tried)
+  kReplayed,       // its packet number was already accepted
+  kTooOld,         // behind the replay window
+  kBadTag,         // forged, corrupted, or sealed with another key file
+  kSpoofed,        // authenticated by one site but naming another as its sender
+  kRelayRefused,   // a relayed copy along no configured path (origin or destination unknown)
+  kWorkerRefused,  // a worker's message from outside this gateway's subnets (or from a peer)
+  kCount
+};
+const char* auth_drop_name(AuthDrop d);
+
 struct LtpCounters {
   Counter data_rx, data_rx_bytes, ack_rx, close_rx, control_rx, reject_rx, probe_rx;
   Counter bad_version;   // LTP version we do not speak
@@ -30,6 +47,10 @@ struct LtpCounters {
   Counter txq_full;          // DATA meant for another engine's TX queue sent on our own
   static constexpr size_t kTxQueuesCounted = 8;  // queues beyond count in the last entry
   std::array<Counter, kTxQueuesCounted> data_tx_queue{};  // DATA by TX queue it was dealt to
+  // Authentication (lib/crypto): messages opened, sealed, and refused by reason.
+  Counter opened, sealed, seal_failed;
+  std::array<Counter, static_cast<size_t>(AuthDrop::kCount)> auth_drops{};
+  void auth_drop(AuthDrop d) { auth_drops[static_cast<size_t>(d)].add(); }
 };
 
 }  // namespace sg::dp

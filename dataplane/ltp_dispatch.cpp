@@ -1,8 +1,10 @@
 // An LTP message that reached our UDP port. In order:
-//   admit_st    may it touch any state here? (a version we speak, our job; relayed DATA for
-//               another site leaves through relay.cpp before any job state is looked at)
+//   admit_st    may it touch any state here? (a version we speak, our job, a source we
+//               admit: auth.cpp)
 //   steer_st    the engine owning its shard takes it (sync::shard_engine; workers, CONTROL
 //               and REJECT belong to engine 0, the job's lead)
+//   authenticate_st  the owner opens the seal and checks the sender (auth.cpp); relayed DATA
+//               for another site leaves through relay.cpp before any job state is looked at
 //   count_rx    per-type counters, by the engine that handles it (never twice)
 //   deliver_st  CONTROL to the control thread; everything else to the job's state machines,
 //               read in place from the mbuf (chunks are added straight from the payload)
@@ -28,6 +30,7 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
   in.src = src;
   if (admit_st(io, m, in) == Verdict::kTaken) return;
   if (steer_st(port_index, m, in) == Verdict::kTaken) return;
+  if (authenticate_st(io, m, in) == Verdict::kTaken) return;
   count_rx(in, io);
   const bool to_control = in.common.type == wire::MsgType::kControl || in.common.type == wire::MsgType::kProbe;
   if (job_ && ctl_in_ && to_control) {
@@ -66,21 +69,11 @@ GatewayHandler::Verdict GatewayHandler::admit_st(EngineIo& io, rte_mbuf* m, LtpI
     ltp_.bad_version.add();
     return refuse(Drop::kBadLtp);
   }
-  if (in.common.type == wire::MsgType::kData && in.msg.size() >= sizeof(wire::DataHeader)) {
-    const uint16_t pid = reinterpret_cast<const wire::DataHeader*>(in.msg.data())->path_id.load();
-    if (pathid::is_relayed(pid)) {
-      if (pathid::destination(pid) != cfg_.site.id) {
-        relay_st(io, m, in.off, in.msg.size(), pathid::destination(pid));
-        return Verdict::kTaken;
-      }
-      in.relayed_to_us = true;  // ours, via a relay: accepted as from src_node
-    }
-  }
   if ((job_ || handoff_) && in.common.job != cfg_.job.id) {
     ltp_.other_job.add();
     return refuse(Drop::kLtpRefused);
   }
-  return Verdict::kDeliver;
+  return admit_source_st(io, m, in);
 }
 
 GatewayHandler::Verdict GatewayHandler::steer_st(uint16_t port_index, rte_mbuf* m, const LtpIn& in) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "crypto/peer_sessions.h"
 #include "dataplane/frame_build.h"
 #include "dataplane/path_id.h"
 #include "sync/local_group.h"
@@ -98,13 +99,15 @@ void LtpTx::send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::sp
   const uint16_t sport = r == &worker_route ? ltp_port_ : r->src_udp_port;
   const wire::UdpFrameSpec spec = udp_spec(ports_[r->port_index], nh, r->peer_ipv4, sport, r->peer_udp_port);
   const size_t hr = wire::udp_frame_headroom(spec);
-  const size_t msg = head.size() + payload.size() + meta.trailer_len;
+  const bool seal = sealer_ && r != &worker_route;
+  size_t msg = head.size() + payload.size();
+  const size_t room = msg + (seal ? wire::kAuthTrailerLen : 0);
   rte_mbuf* m = rte_pktmbuf_alloc(io_->pool());
   if (!m) {
     c_.no_mbuf.add();
     return;
   }
-  auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(hr + msg)));
+  auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(hr + room)));
   if (!p) {
     rte_pktmbuf_free(m);
     c_.no_mbuf.add();
@@ -112,12 +115,23 @@ void LtpTx::send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::sp
   }
   std::memcpy(p + hr, head.data(), head.size());
   if (!payload.empty()) std::memcpy(p + hr + head.size(), payload.data(), payload.size());
-  if (meta.trailer_len) std::memset(p + hr + head.size() + payload.size(), 0, meta.trailer_len);
   if (slot >= 0) {
     // The slot (and for a relay the destination) rides in path_id, before the UDP checksum.
     const uint16_t pid = r->via ? pathid::relayed(static_cast<unsigned>(slot), meta.peer_node)
                                 : pathid::direct(static_cast<unsigned>(slot));
     reinterpret_cast<wire::DataHeader*>(p + hr)->path_id.store(pid);
+  }
+  if (seal) {
+    // Sealed for the next hop: a relayed copy is opened (and sealed again) by the relay.
+    const uint16_t hop = r->via ? r->via : meta.peer_node;
+    p[hr + offsetof(wire::LtpCommon, flags)] |= wire::kFlagSealed;
+    msg = sealer_->seal(hop, std::span<uint8_t>(p + hr, room), msg, wire::ltp_header_len(meta.type));
+    if (msg == 0) {
+      rte_pktmbuf_free(m);
+      c_.seal_failed.add();
+      return;
+    }
+    c_.sealed.add();
   }
   if (!wire::finish_udp_frame(std::span<uint8_t>(p, hr + msg), spec, msg)) {
     rte_pktmbuf_free(m);

@@ -12,6 +12,10 @@
 // single-producer/single-consumer rte_ring (its ownership moves with it; hash.usr carries the
 // port index) and that engine sends it on its own queue (GatewayHandler::attach_tx_ring). A
 // full ring sends on the caller's own queue instead (counted in txq_full): nothing is lost.
+//
+// Sealing: with a Sealer (lib/crypto, this thread's lane) every message to a site is sealed
+// for the next hop -- the relay for a relayed copy -- once its header is final (path_id is
+// written first: it is authenticated). Workers on the LAN get plain LTP.
 #pragma once
 
 #include <vector>
@@ -26,6 +30,10 @@
 #include "dataplane/routes.h"
 #include "dataplane/spray.h"
 #include "ltp/types.h"
+
+namespace sg::crypto {
+class Sealer;
+}  // namespace sg::crypto
 
 namespace sg::dp {
 
@@ -52,6 +60,7 @@ class LtpTx final : public ltp::PacketSink {
   // rings[q]: SP/SC ring drained by the engine owning TX queue q (null for the caller's own
   // queue). Empty (the default): every packet leaves on the bound engine's queue.
   void set_tx_rings(std::vector<rte_ring*> rings) { rings_ = std::move(rings); }
+  void set_sealer(crypto::Sealer* s) { sealer_ = s; }
   Sprayer& sprayer() { return spray_; }
   const Sprayer& sprayer() const { return spray_; }
 
@@ -73,6 +82,7 @@ class LtpTx final : public ltp::PacketSink {
   Sprayer spray_;
   std::vector<rte_ring*> rings_;
   uint32_t next_queue_ = 0;
+  crypto::Sealer* sealer_ = nullptr;
 };
 
 }  // namespace sg::dp

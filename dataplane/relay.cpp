@@ -1,10 +1,12 @@
 // Relayed DATA for another site (NetStorm multipath): the LTP bytes stay where they are in
-// the mbuf, new Ethernet/IPv4/UDP headers replace the old ones in front of them, and the frame
-// leaves on our direct route to the destination. No job state is touched; any engine may
+// the mbuf (opened by auth.cpp, re-sealed here toward the destination: seals are per hop),
+// new Ethernet/IPv4/UDP headers replace the old ones in front of them, and the frame leaves
+// on our direct route to the destination. No job state is touched; any engine may
 // relay. Only whole, valid DATA of our job from another job site is relayed, and only once (a
 // relay sends on a direct route, so a frame crosses at most one relay).
 #include <rte_mbuf.h>
 
+#include "crypto/peer_sessions.h"
 #include "dataplane/frame_build.h"
 #include "dataplane/gateway_handler.h"
 
@@ -27,6 +29,14 @@ void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len,
   const wire::UdpFrameSpec spec = udp_spec(ports_[r->port_index], nh, r->peer_ipv4, r->src_udp_port, r->peer_udp_port);
   const size_t hr = wire::udp_frame_headroom(spec);
   const size_t have = rte_pktmbuf_data_len(m);
+  if (sealer_) {
+    // The old trailer's bytes after the message are the room for the new one.
+    const size_t n = sealer_->seal(dst, std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*) + off, have - off), len,
+                                   sizeof(wire::DataHeader));
+    if (n == 0) return refuse(ltp_.seal_failed, Drop::kUnauthenticated);
+    ltp_.sealed.add();
+    len = n;
+  }
   if (have > off + len) rte_pktmbuf_trim(m, static_cast<uint16_t>(have - off - len));
   const bool moved = off >= hr ? rte_pktmbuf_adj(m, static_cast<uint16_t>(off - hr)) != nullptr
                                : rte_pktmbuf_prepend(m, static_cast<uint16_t>(hr - off)) != nullptr;

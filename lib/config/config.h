@@ -159,6 +159,23 @@ struct ImpairmentConfig {
   uint64_t seed = 1;
 };
 
+// Authentication of the traffic between gateways (lib/crypto): every LTP message to or from
+// another site is sealed (AEAD, header as associated data) and replay-checked. Plain mode
+// exists for experiments and must be asked for.
+enum class SecurityMode : uint8_t { kAead, kPlain };
+enum class SecuritySuite : uint8_t { kAes128Gcm, kChaCha20Poly1305 };
+enum class SecurityProtection : uint8_t { kEncrypt, kAuthOnly };
+struct SecurityConfig {
+  SecurityMode mode = SecurityMode::kAead;
+  // The deployment's pre-shared secret (crypto::load_secret's format). A relative path is
+  // resolved against the config file's directory by the loader. Required unless plain.
+  std::string key_file;
+  SecuritySuite suite = SecuritySuite::kAes128Gcm;
+  SecurityProtection protection = SecurityProtection::kEncrypt;
+  uint32_t replay_window = 8192;           // packets per sender lane (multiple of 64)
+  uint64_t rekey_after_packets = 1u << 22; // per sender lane; at most 2^23 (RFC 9001)
+};
+
 struct GatewayConfig {
   std::string source;  // file the config came from, for messages
   SiteConfig site;
@@ -172,6 +189,7 @@ struct GatewayConfig {
   DataplaneConfig dataplane;
   JobConfig job;
   ImpairmentConfig impairment;
+  SecurityConfig security;
 
   const PortConfig* find_port(const std::string& name) const;
   const PeerConfig* find_peer(uint16_t id) const;

@@ -168,6 +168,20 @@ void read_impairment(MapReader& top, GatewayConfig& cfg) {
   r.integer("seed", 0, INT64_MAX, cfg.impairment.seed);
 }
 
+void read_security(MapReader& top, GatewayConfig& cfg) {
+  MapReader r(top.child("security"), "security", top.errors());
+  SecurityConfig& s = cfg.security;
+  int m = r.choice("mode", {"aead", "plain"});
+  if (m >= 0) s.mode = static_cast<SecurityMode>(m);
+  r.string("key_file", s.key_file, false, 4096);
+  int k = r.choice("suite", {"aes-128-gcm", "chacha20-poly1305"});
+  if (k >= 0) s.suite = static_cast<SecuritySuite>(k);
+  int p = r.choice("protection", {"encrypt", "auth-only"});
+  if (p >= 0) s.protection = static_cast<SecurityProtection>(p);
+  r.integer("replay_window", 64, 1048576, s.replay_window);
+  r.integer("rekey_after_packets", 1024, 8388608, s.rekey_after_packets);
+}
+
 }  // namespace
 
 LoadResult load_config_text(const std::string& text, const std::string& source) {
@@ -245,6 +259,7 @@ LoadResult load_config_text(const std::string& text, const std::string& source) 
     read_dataplane(top, cfg);
     read_job(top, cfg);
     read_impairment(top, cfg);
+    read_security(top, cfg);
   }  // top's destructor reports unknown sections
   if (errs.empty()) {
     // Defaults that depend on other sections: a peer's UDP port is the transport's, and a peer
@@ -273,7 +288,13 @@ LoadResult load_config_file(const std::string& path) {
   }
   std::ostringstream ss;
   ss << in.rdbuf();
-  return load_config_text(ss.str(), path);
+  LoadResult r = load_config_text(ss.str(), path);
+  // A relative key file lives next to the config that names it, wherever the gateway starts.
+  if (r.config && !r.config->security.key_file.empty() && r.config->security.key_file[0] != '/') {
+    const size_t slash = path.rfind('/');
+    if (slash != std::string::npos) r.config->security.key_file = path.substr(0, slash + 1) + r.config->security.key_file;
+  }
+  return r;
 }
 
 }  // namespace sg::config

@@ -24,9 +24,9 @@ LoadResult load_config_text(const std::string& text, const std::string& source);
 LoadResult load_config_file(const std::string& path);
 
 // Bytes every chunk's packet carries besides the chunk, inside the MTU (which counts from the
-// IP header): IPv4 + UDP + the LTP DATA header + the AEAD tag, from the wire structs.
+// IP header): IPv4 + UDP + the LTP DATA header + the sealed trailer, from the wire structs.
 constexpr uint32_t chunk_overhead_bytes() {
-  return sizeof(wire::Ipv4Header) + sizeof(wire::UdpHeader) + sizeof(wire::DataHeader) + wire::kAuthTagLen;
+  return sizeof(wire::Ipv4Header) + sizeof(wire::UdpHeader) + sizeof(wire::DataHeader) + wire::kAuthTrailerLen;
 }
 // The largest chunk_bytes (a multiple of 4) that fits `mtu`.
 uint32_t max_chunk_bytes(uint32_t mtu);

@@ -47,6 +47,14 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
                       std::to_string(smallest->mtu) + ")",
                   std::to_string(cfg.transport.chunk_bytes));
   }
+  if (cfg.security.mode == SecurityMode::kAead && !cfg.peers.empty() && cfg.security.key_file.empty())
+    errs.add_at("security.key_file",
+                "the path of the deployment's key file (stormgate --keygen FILE makes one), or security.mode: plain "
+                "(experiments only: traffic between gateways is then not authenticated)",
+                "nothing");
+  if (cfg.security.replay_window % 64 != 0)
+    errs.add_at("security.replay_window", "a multiple of 64 (the window is kept in 64-bit words)",
+                std::to_string(cfg.security.replay_window));
   if (cfg.transport.chunk_bytes % 4 != 0)
     errs.add_at("transport.chunk_bytes", "a multiple of 4 (whole float32 values)",
                 std::to_string(cfg.transport.chunk_bytes));

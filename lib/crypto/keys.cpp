@@ -2,9 +2,16 @@
 
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <array>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -113,6 +120,26 @@ std::string fingerprint(std::span<const uint8_t> secret) {
     s += b;
   }
   return s;
+}
+
+std::string write_new_secret(const std::string& path) {
+  std::array<uint8_t, 32> key{};
+  if (RAND_bytes(key.data(), static_cast<int>(key.size())) != 1) return "OpenSSL has no randomness to give";
+  static const char* kHex = "0123456789abcdef";
+  std::string text = "# stormgate pre-shared secret: the same file on every gateway of the deployment\n";
+  for (uint8_t b : key) {
+    text += kHex[b >> 4];
+    text += kHex[b & 15];
+  }
+  text += '\n';
+  OPENSSL_cleanse(key.data(), key.size());
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return path + ": " + std::strerror(errno);
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const bool closed = ::close(fd) == 0;
+  OPENSSL_cleanse(text.data(), text.size());
+  if (!ok || !closed) return path + ": write failed";
+  return {};
 }
 
 }  // namespace sg::crypto

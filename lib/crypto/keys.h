@@ -27,6 +27,10 @@ struct SecretFile {
 // or write (like ssh's private keys): a secret in a world-readable file is not a secret.
 SecretFile load_secret(const std::string& path);
 
+// Writes a new random 32-byte secret to `path` in load_secret's format, mode 0600; refuses to
+// overwrite an existing file. Returns an empty string, or what went wrong.
+std::string write_new_secret(const std::string& path);
+
 // The key `from` seals with toward `to` in `epoch` (key_len(suite) bytes). Empty if OpenSSL
 // fails. Allocates inside OpenSSL: call it when a session is built or an epoch is prepared.
 std::vector<uint8_t> derive_key(std::span<const uint8_t> secret, Suite suite, uint16_t from, uint16_t to,

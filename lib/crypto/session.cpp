@@ -1,6 +1,7 @@
 #include "crypto/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "common/endian.h"
@@ -16,6 +17,17 @@ std::unique_ptr<Aead> keyed(std::span<const uint8_t> secret, const SessionConfig
 }
 
 }  // namespace
+
+uint32_t boot_epoch(uint64_t unix_seconds) {
+  constexpr uint64_t kBase = 1735689600;  // 2025-01-01T00:00:00Z
+  const uint64_t e = unix_seconds > kBase ? (unix_seconds - kBase) * 16 : 0;
+  return static_cast<uint32_t>(std::min<uint64_t>(e, 0xfff00000u));  // room left to rekey
+}
+
+int trailer_lane(std::span<const uint8_t> msg) {
+  if (msg.size() < kTrailerLen) return -1;
+  return msg[msg.size() - kTrailerLen + 4];  // byte 4 of the big-endian seq
+}
 
 const char* verdict_name(OpenVerdict v) {
   switch (v) {
@@ -45,7 +57,7 @@ void TxSession::rekey_now() {
 size_t TxSession::seal(std::span<uint8_t> buf, size_t len, size_t aad_len) {
   if (!ok() || aad_len > len || len + kTrailerLen > buf.size()) return 0;
   if (pn_ >= cfg_.rekey_after) rekey_now();
-  const uint64_t seq = static_cast<uint64_t>(epoch_ & 0xffff) << kEpochShift | pn_;
+  const uint64_t seq = static_cast<uint64_t>(epoch_) << kEpochShift | uint64_t{cfg_.lane} << kLaneShift | pn_;
   uint8_t* t = buf.data() + len;
   const be64 wire_seq(seq);
   std::memcpy(t, &wire_seq, kSeqLen);
@@ -61,9 +73,7 @@ size_t TxSession::seal(std::span<uint8_t> buf, size_t len, size_t aad_len) {
 }
 
 RxSession::RxSession(std::span<const uint8_t> secret, const SessionConfig& cfg)
-    : secret_(secret.begin(), secret.end()), cfg_(cfg) {
-  resync(cfg_.first_epoch);
-}
+    : secret_(secret.begin(), secret.end()), cfg_(cfg) {}
 
 void RxSession::resync(uint32_t epoch) {
   slots_[0] = Slot{};
@@ -86,6 +96,27 @@ void RxSession::advance() {
   slots_[2] = make(slots_[1].epoch + 1);
 }
 
+OpenVerdict RxSession::trial(uint32_t epoch, uint64_t seq, std::span<uint8_t> msg, size_t aad_len) {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  if (now_ms - last_trial_ms_ < static_cast<int64_t>(cfg_.trial_interval_ms)) return OpenVerdict::kUnknownEpoch;
+  last_trial_ms_ = now_ms;
+  ++trials_;
+  Slot s = make(epoch);
+  if (!s.valid) return OpenVerdict::kBadTag;
+  const size_t body = msg.size() - kTrailerLen;
+  const uint8_t* t = msg.data() + body;
+  std::span<const uint8_t> aad(msg.data(), aad_len);
+  std::span<uint8_t> text(msg.data() + aad_len, body - aad_len);
+  if (!s.aead->open(make_nonce(seq), aad, text, cfg_.protection, std::span<const uint8_t, kTagLen>(t + kSeqLen, kTagLen)))
+    return OpenVerdict::kBadTag;
+  slots_[0] = Slot{};
+  slots_[1] = std::move(s);
+  slots_[2] = make(epoch + 1);
+  return OpenVerdict::kOk;
+}
+
 OpenVerdict RxSession::open(std::span<uint8_t> msg, size_t aad_len, size_t* len) {
   if (msg.size() < aad_len + kTrailerLen) return OpenVerdict::kTruncated;
   const size_t body = msg.size() - kTrailerLen;
@@ -93,12 +124,22 @@ OpenVerdict RxSession::open(std::span<uint8_t> msg, size_t aad_len, size_t* len)
   be64 wire_seq;
   std::memcpy(&wire_seq, t, kSeqLen);
   const uint64_t seq = wire_seq.load();
-  const uint32_t e16 = static_cast<uint32_t>(seq >> kEpochShift);
+  const uint32_t epoch = static_cast<uint32_t>(seq >> kEpochShift);
   const uint64_t pn = seq & kPacketMask;
-  int k = -1;  // which slot: epochs are compared modulo 2^16 as they travel
+  if ((seq >> kLaneShift & 0xff) != cfg_.lane) return OpenVerdict::kUnknownEpoch;  // the caller picks by lane
+  int k = -1;
   for (int i = 0; i < 3; ++i)
-    if (slots_[i].valid && (slots_[i].epoch & 0xffff) == e16) k = i;
-  if (k < 0) return OpenVerdict::kUnknownEpoch;
+    if (slots_[i].valid && slots_[i].epoch == epoch) k = i;
+  if (k < 0) {
+    // Older than what we hold: refused for good (a replay from an earlier epoch or run).
+    const bool older = slots_[1].valid && epoch < (slots_[0].valid ? slots_[0].epoch : slots_[1].epoch);
+    if (older) return OpenVerdict::kUnknownEpoch;
+    const OpenVerdict v = trial(epoch, seq, msg, aad_len);
+    if (v != OpenVerdict::kOk) return v;
+    slots_[1].window->accept(pn);
+    *len = body;
+    return OpenVerdict::kOk;
+  }
   Slot& s = slots_[k];
   switch (s.window->check(pn)) {
     case ReplayVerdict::kDuplicate: return OpenVerdict::kDuplicate;

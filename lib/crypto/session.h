@@ -1,16 +1,24 @@
-// One direction of one site pair, packet by packet: the sender seals each message and appends
-// a trailer; the receiver checks the trailer's packet number against a replay window, opens,
-// and only then accepts the number.
+// One direction of one site pair from one sending thread (a "lane"), packet by packet: the
+// sender seals each message and appends a trailer; the receiver checks the trailer's packet
+// number against a replay window, opens, and only then accepts the number.
 //
-// Trailer (kTrailerLen bytes after the message): be64 seq = epoch << 48 | packet number, then
-// the 16-byte tag. The nonce is make_nonce(seq), unique per key because keys are per directed
-// pair and epoch (keys.h). The sender moves to the next epoch after rekey_after packets --
-// RFC 9001 bounds AES-GCM at 2^23 packets per key for QUIC's confidentiality limit -- and the
-// receiver keeps the previous, current and next epoch's keys, so packets in flight across a
-// switch (and sprayed over paths of different delay) are all accepted: none is lost to it.
+// Trailer (kTrailerLen bytes after the message): be64 seq = epoch << 32 | lane << 24 | packet
+// number, then the 16-byte tag. The nonce is make_nonce(seq): unique per key because keys are
+// per directed pair and epoch (keys.h) and every sending thread of a gateway has its own lane.
+// The sender moves to the next epoch after rekey_after packets -- RFC 9001 bounds AES-GCM at
+// 2^23 packets per key -- and the receiver keeps the previous, current and next epoch's keys,
+// so packets in flight across a switch (and sprayed over paths of different delay) are all
+// accepted: none is lost to it.
 //
-// Owner: one thread each. seal/open allocate nothing; an epoch switch derives the following
-// epoch's key (HKDF inside OpenSSL allocates) once per rekey_after packets.
+// Restarts: a restarted sender must never seal again under an (epoch, packet number) it used
+// before, so it starts at boot_epoch() of the wall clock, past every epoch an earlier run can
+// have reached. A receiver meets an epoch beyond its next one (a restarted or long-silent
+// sender, or its own first packet) by deriving that epoch's key and trying it -- at most once
+// per kTrialIntervalMs, so forged epochs cannot make it derive keys at line rate -- and moves
+// there only if the tag verifies. It never goes back to an older epoch.
+//
+// Owner: one thread each. seal/open allocate nothing; an epoch switch or trial derives a key
+// (HKDF inside OpenSSL allocates) once per rekey_after packets or trial interval.
 #pragma once
 
 #include <array>
@@ -26,22 +34,34 @@ namespace sg::crypto {
 
 inline constexpr size_t kSeqLen = 8;
 inline constexpr size_t kTrailerLen = kSeqLen + kTagLen;
-inline constexpr unsigned kEpochShift = 48;
-inline constexpr uint64_t kPacketMask = (uint64_t{1} << kEpochShift) - 1;
+inline constexpr unsigned kEpochShift = 32;
+inline constexpr unsigned kLaneShift = 24;
+inline constexpr uint64_t kPacketMask = (uint64_t{1} << kLaneShift) - 1;
+inline constexpr unsigned kMaxLanes = 256;
 inline constexpr uint64_t kAesGcmPacketLimit = uint64_t{1} << 23;  // RFC 9001, section 6.6
+static_assert(kAesGcmPacketLimit <= kPacketMask + 1);
+inline constexpr uint32_t kTrialIntervalMs = 10;
+
+// The first epoch of a sender started at `unix_seconds`: 16 epochs per second since 2025, so
+// a restart lands past every epoch the previous run reached unless one lane sealed more than
+// 16 x 2^22 packets per second (67 Mpps) or the clock stepped back. Good until about 2033.
+uint32_t boot_epoch(uint64_t unix_seconds);
+
+// The lane a sealed message's trailer names (its sender thread); -1 if too short.
+int trailer_lane(std::span<const uint8_t> msg);
 
 struct SessionConfig {
   Suite suite = Suite::kAes128Gcm;
   Protection protection = Protection::kEncrypt;
   uint16_t from = 0;  // the sealing site
   uint16_t to = 0;    // the opening site
+  uint8_t lane = 0;   // the sending thread (its own packet-number space under the pair's key)
   uint64_t rekey_after = kAesGcmPacketLimit / 2;  // well before the limit
   uint32_t replay_window = 8192;                  // bits (packets), per epoch
-  // The sender's first epoch. A restarted sender must not start again where an earlier run
-  // did (same key, same packet numbers: a reused nonce), so it starts past every epoch it may
-  // have used (the gateway takes it from a persisted boot counter) and tells the receiver,
-  // which resync()s, over authenticated CONTROL.
+  // The sender's first epoch (boot_epoch() in a gateway). The receiver ignores it: it learns
+  // the sender's epoch from the first packet that authenticates.
   uint32_t first_epoch = 0;
+  uint32_t trial_interval_ms = kTrialIntervalMs;  // receiver: at most one key trial per this
 };
 
 class TxSession {
@@ -70,10 +90,11 @@ class TxSession {
 enum class OpenVerdict : uint8_t {
   kOk = 0,
   kTruncated,     // shorter than its header plus a trailer
-  kUnknownEpoch,  // not the previous, current or next epoch
+  kUnknownEpoch,  // older than the previous epoch, or newer and within trial_interval_ms of
+                  // the last key trial
   kDuplicate,     // replayed
   kTooOld,        // behind the replay window
-  kBadTag,        // forged, corrupted, or sealed with another secret
+  kBadTag,        // forged, corrupted, or sealed with another secret (also a failed trial)
 };
 inline constexpr int kOpenVerdictCount = 6;
 const char* verdict_name(OpenVerdict v);
@@ -81,13 +102,14 @@ const char* verdict_name(OpenVerdict v);
 class RxSession {
  public:
   RxSession(std::span<const uint8_t> secret, const SessionConfig& cfg);
-  bool ok() const { return slots_[1].aead && slots_[1].aead->ok(); }
-
-  // msg: a received message with its trailer; on kOk the plain message is msg[0, *len).
+  // msg: a received message with its trailer, sealed by lane cfg.lane; on kOk the plain
+  // message is msg[0, *len).
   OpenVerdict open(std::span<uint8_t> msg, size_t aad_len, size_t* len);
   uint32_t epoch() const { return slots_[1].epoch; }
-  // The peer announced (authenticated) that it seals from `epoch` on: forget older epochs.
+  bool synced() const { return slots_[1].valid; }
+  // Moves to `epoch` now (its key derived): older epochs are forgotten.
   void resync(uint32_t epoch);
+  uint64_t trials() const { return trials_; }
 
  private:
   struct Slot {
@@ -98,10 +120,14 @@ class RxSession {
   };
   Slot make(uint32_t epoch) const;
   void advance();  // next becomes current
+  // An epoch past the next one: derive its key and try it (rate-limited: kUnknownEpoch).
+  OpenVerdict trial(uint32_t epoch, uint64_t seq, std::span<uint8_t> msg, size_t aad_len);
 
   std::vector<uint8_t> secret_;
   SessionConfig cfg_;
   std::array<Slot, 3> slots_;  // previous, current, next
+  int64_t last_trial_ms_ = INT64_MIN / 2;
+  uint64_t trials_ = 0;
 };
 
 }  // namespace sg::crypto

@@ -133,14 +133,13 @@ void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {
   f.chunk_count = count_;
   f.contributors = spec_.contributors;
   f.codec = spec_.codec;
-  f.flags = static_cast<uint8_t>((retx ? wire::kFlagRetransmit : 0) | (cfg_.auth_tag ? wire::kFlagAuthTag : 0) |
+  f.flags = static_cast<uint8_t>((retx ? wire::kFlagRetransmit : 0) |
                                  (released_ < count_ ? wire::kFlagPartial : 0));
   f.holes = c.holes;
   f.send_ts = static_cast<uint64_t>(now);
   f.echo_ts = echo_;
   if (!wire::build_data_header(hdr_, f, static_cast<uint16_t>(pl.size()))) return;
-  const uint16_t trailer = cfg_.auth_tag ? static_cast<uint16_t>(wire::kAuthTagLen) : 0;
-  tx.send({cfg_.peer_node, f.path_id, MsgType::kData, trailer}, hdr_, pl);
+  tx.send({cfg_.peer_node, f.path_id, MsgType::kData}, hdr_, pl);
 
   if (inflight_ == 0) delivered_time_ = now;  // a fresh flight: rate samples start here
   if (c.state != kInflight) inflight_ += chunk_bytes(i);

@@ -34,7 +34,6 @@ struct SenderConfig {
   uint32_t path_count = 1;
   Nanos give_up_after = 10 * kSecond;  // no ACK progress for this long -> kTimedOut
   uint32_t max_burst = 64;             // chunks per poll() call at most
-  bool auth_tag = false;               // reserve the AEAD tag after each payload
   bool shuffle = false;                // first transmissions in a random order (else by index)
 };
 

@@ -83,7 +83,6 @@ struct TxMeta {
   uint16_t peer_node = 0;
   uint16_t path_id = 0;
   wire::MsgType type = wire::MsgType::kData;
-  uint16_t trailer_len = 0;  // bytes to append after payload (the AEAD tag; zeros for now)
 };
 
 class PacketSink {

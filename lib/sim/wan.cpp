@@ -153,7 +153,7 @@ int Wan::next_hop(int from, int to, uint32_t wire) {
 void Wan::send_from(int site, const ltp::TxMeta& m, std::span<const uint8_t> head, std::span<const uint8_t> payload) {
   ++stats_.packets_sent;
   const int dst = node_to_site_[m.peer_node];
-  const size_t len = head.size() + payload.size() + m.trailer_len;
+  const size_t len = head.size() + payload.size();
   if (dst < 0 || dst == site || len > slot_bytes_) {
     ++stats_.no_route;
     return;
@@ -162,7 +162,6 @@ void Wan::send_from(int site, const ltp::TxMeta& m, std::span<const uint8_t> hea
   uint8_t* b = slot(id);
   std::memcpy(b, head.data(), head.size());
   if (!payload.empty()) std::memcpy(b + head.size(), payload.data(), payload.size());
-  if (m.trailer_len) std::memset(b + head.size() + payload.size(), 0, m.trailer_len);
   Packet& p = pkts_[id];
   p.len = static_cast<uint32_t>(len);
   p.src = static_cast<uint16_t>(site);
@@ -170,7 +169,8 @@ void Wan::send_from(int site, const ltp::TxMeta& m, std::span<const uint8_t> hea
   p.data = m.type == wire::MsgType::kData;
   double body = static_cast<double>(payload.size()) * scale_;
   if (p.data) body /= codec_factor_[static_cast<size_t>(site) * n_ + dst];
-  p.wire = static_cast<uint32_t>(head.size() + m.trailer_len + static_cast<uint64_t>(body + 0.5));
+  // Gateways seal every packet between sites: the trailer crosses the WAN too.
+  p.wire = static_cast<uint32_t>(head.size() + wire::kAuthTrailerLen + static_cast<uint64_t>(body + 0.5));
   const int next = p.data ? next_hop(site, dst, p.wire) : dst;
   if (next != dst && head.size() >= sizeof(wire::DataHeader)) {
     // Through a relay: marked as the gateway's dataplane marks it, so the receiver does not

@@ -1,5 +1,7 @@
 #include "wire/frame.h"
 
+#include "wire/checksum.h"
+
 namespace sg::wire {
 
 Result<UdpFrame> parse_udp_frame(std::span<const uint8_t> frame, FrameChecks checks) {
@@ -20,6 +22,21 @@ Result<UdpFrame> parse_udp_frame(std::span<const uint8_t> frame, FrameChecks che
   f.payload_offset = f.l4_offset + sizeof(UdpHeader);
   f.payload_len = f.udp.payload_len;
   return f;
+}
+
+Result<size_t> shrink_udp_payload(std::span<uint8_t> frame, const UdpFrame& f, size_t new_len) {
+  if (new_len > f.payload_len || f.payload_offset + f.payload_len > frame.size() ||
+      f.l4_offset + sizeof(UdpHeader) > frame.size() || f.l3_offset + sizeof(Ipv4Header) > frame.size())
+    return WireError::kBadLength;
+  const size_t cut = f.payload_len - new_len;
+  auto* ip = reinterpret_cast<Ipv4Header*>(frame.data() + f.l3_offset);
+  ip->total_len.store(static_cast<uint16_t>(ip->total_len.load() - cut));
+  ip->checksum.store(0);
+  ip->checksum.store(internet_checksum(frame.subspan(f.l3_offset, f.ip.header_len)));
+  auto* udp = reinterpret_cast<UdpHeader*>(frame.data() + f.l4_offset);
+  udp->length.store(static_cast<uint16_t>(sizeof(UdpHeader) + new_len));
+  udp->checksum.store(0);
+  return f.payload_offset + new_len;
 }
 
 Result<size_t> finish_udp_frame(std::span<uint8_t> frame, const UdpFrameSpec& spec, size_t payload_len) {

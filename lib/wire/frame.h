@@ -49,6 +49,12 @@ constexpr size_t udp_frame_headroom(const UdpFrameSpec& s) {
   return ethernet_header_len(s.eth) + sizeof(Ipv4Header) + sizeof(UdpHeader);
 }
 
+// Cuts a received frame's UDP payload to its first new_len bytes in place (a trailer removed
+// after it was checked): IPv4 total length and checksum, UDP length; the UDP checksum becomes
+// 0 ("none", RFC 768), since the payload it covered has changed. kBadLength if new_len is not
+// shorter than the payload.
+Result<size_t> shrink_udp_payload(std::span<uint8_t> frame, const UdpFrame& f, size_t new_len);
+
 // Payload must already be at frame[udp_frame_headroom(spec) ..]. Returns the frame length.
 Result<size_t> finish_udp_frame(std::span<uint8_t> frame, const UdpFrameSpec& spec, size_t payload_len);
 

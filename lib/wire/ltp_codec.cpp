@@ -48,15 +48,26 @@ Result<CommonInfo> parse_common(std::span<const uint8_t> msg) {
   return info;
 }
 
+size_t ltp_header_len(MsgType t) {
+  switch (t) {
+    case MsgType::kData: return sizeof(DataHeader);
+    case MsgType::kAck: return sizeof(AckHeader);
+    case MsgType::kClose: return sizeof(CloseHeader);
+    case MsgType::kControl: return sizeof(ControlHeader);
+    case MsgType::kReject: return sizeof(RejectHeader);
+    case MsgType::kProbe: return sizeof(ProbeHeader);
+  }
+  return 0;
+}
+
 Result<DataMsg> parse_data(std::span<const uint8_t> msg) {
   if (auto e = check_common(msg, MsgType::kData, sizeof(DataHeader)); e != WireError::kOk) return e;
   const auto* h = as<DataHeader>(msg);
   DataMsg m;
   m.f.flags = h->common.flags;
-  const bool tag = (m.f.flags & kFlagAuthTag) != 0;
   if (m.f.flags & kFlagMore) return WireError::kBadField;
   const uint16_t plen = h->payload_len.load();
-  const size_t want = data_msg_len(plen, tag);
+  const size_t want = data_msg_len(plen);
   if (msg.size() < want) return WireError::kTruncated;
   if (msg.size() > want) return WireError::kBadLength;
   m.f.src_node = h->common.src_node.load();
@@ -76,7 +87,6 @@ Result<DataMsg> parse_data(std::span<const uint8_t> msg) {
   m.f.send_ts = h->send_ts.load();
   m.f.echo_ts = h->echo_ts.load();
   m.payload = msg.subspan(sizeof(DataHeader), plen);
-  if (tag) m.auth_tag = msg.subspan(sizeof(DataHeader) + plen, kAuthTagLen);
   return m;
 }
 
@@ -84,7 +94,7 @@ Result<size_t> build_data_header(std::span<uint8_t> out, const DataFields& f, ui
   if (out.size() < sizeof(DataHeader)) return WireError::kNoSpace;
   if (f.chunk_count == 0 || f.chunk_index >= f.chunk_count || f.contributors == 0) return WireError::kBadField;
   auto* h = reinterpret_cast<DataHeader*>(out.data());
-  write_common(h->common, MsgType::kData, f.flags & (kFlagRetransmit | kFlagAuthTag | kFlagPartial), f.src_node, f.job);
+  write_common(h->common, MsgType::kData, f.flags & (kFlagRetransmit | kFlagSealed | kFlagPartial), f.src_node, f.job);
   h->round.store(f.round);
   h->policy_version.store(f.policy_version);
   h->shard.store(f.shard);
@@ -104,20 +114,18 @@ Result<size_t> build_data_header(std::span<uint8_t> out, const DataFields& f, ui
 Result<size_t> build_data(std::span<uint8_t> out, const DataFields& f, std::span<const uint8_t> payload) {
   if (payload.size() > 0xffff) return WireError::kBadLength;
   const auto plen = static_cast<uint16_t>(payload.size());
-  if (out.size() < data_msg_len(plen, (f.flags & kFlagAuthTag) != 0)) return WireError::kNoSpace;
+  if (out.size() < data_msg_len(plen)) return WireError::kNoSpace;
   auto h = build_data_header(out, f, plen);
   if (!h) return h.error();
   if (plen) std::memcpy(out.data() + sizeof(DataHeader), payload.data(), plen);
-  const bool tag = (f.flags & kFlagAuthTag) != 0;
-  if (tag) std::memset(out.data() + sizeof(DataHeader) + plen, 0, kAuthTagLen);
-  return data_msg_len(plen, tag);
+  return data_msg_len(plen);
 }
 
 Result<AckMsg> parse_ack(std::span<const uint8_t> msg) {
   if (auto e = check_common(msg, MsgType::kAck, sizeof(AckHeader)); e != WireError::kOk) return e;
   if (msg.size() != sizeof(AckHeader)) return WireError::kBadLength;
   const auto* h = as<AckHeader>(msg);
-  if (h->common.flags != 0) return WireError::kBadField;
+  if (h->common.flags & ~kFlagSealed) return WireError::kBadField;
   AckMsg m;
   m.f.src_node = h->common.src_node.load();
   m.f.job = h->common.job.load();
@@ -158,7 +166,7 @@ Result<size_t> build_ack(std::span<uint8_t> out, const AckFields& f, std::span<c
 Result<CloseMsg> parse_close(std::span<const uint8_t> msg) {
   if (auto e = check_common(msg, MsgType::kClose, sizeof(CloseHeader)); e != WireError::kOk) return e;
   const auto* h = as<CloseHeader>(msg);
-  if (h->common.flags & ~kFlagMore) return WireError::kBadField;
+  if (h->common.flags & ~(kFlagMore | kFlagSealed)) return WireError::kBadField;
   const uint16_t nbytes = h->bitmap_bytes.load();
   if (nbytes > kCloseMaxBitmapBytes) return WireError::kBadLength;
   if (msg.size() < sizeof(CloseHeader) + nbytes) return WireError::kTruncated;
@@ -209,11 +217,10 @@ Result<size_t> build_close(std::span<uint8_t> out, const CloseFields& f, std::sp
 Result<ControlMsg> parse_control(std::span<const uint8_t> msg) {
   if (auto e = check_common(msg, MsgType::kControl, sizeof(ControlHeader)); e != WireError::kOk) return e;
   const auto* h = as<ControlHeader>(msg);
-  if (h->common.flags & ~kFlagAuthTag) return WireError::kBadField;
-  const bool tag = (h->common.flags & kFlagAuthTag) != 0;
+  if (h->common.flags & ~kFlagSealed) return WireError::kBadField;
   const uint16_t plen = h->payload_len.load();
   if (plen > kControlMaxPayload) return WireError::kBadLength;
-  const size_t want = sizeof(ControlHeader) + plen + (tag ? kAuthTagLen : 0);
+  const size_t want = sizeof(ControlHeader) + plen;
   if (msg.size() < want) return WireError::kTruncated;
   if (msg.size() > want) return WireError::kBadLength;
   ControlMsg m;
@@ -248,11 +255,10 @@ Result<size_t> build_control(std::span<uint8_t> out, const ControlFields& f, std
 Result<ProbeFields> parse_probe(std::span<const uint8_t> msg) {
   if (auto e = check_common(msg, MsgType::kProbe, sizeof(ProbeHeader)); e != WireError::kOk) return e;
   const auto* h = as<ProbeHeader>(msg);
-  if (h->common.flags & ~kFlagAuthTag) return WireError::kBadField;
-  const bool tag = (h->common.flags & kFlagAuthTag) != 0;
+  if (h->common.flags & ~kFlagSealed) return WireError::kBadField;
   const uint16_t plen = h->payload_len.load();
   if (plen > kProbeMaxPayload) return WireError::kBadLength;
-  const size_t want = sizeof(ProbeHeader) + plen + (tag ? kAuthTagLen : 0);
+  const size_t want = sizeof(ProbeHeader) + plen;
   if (msg.size() < want) return WireError::kTruncated;
   if (msg.size() > want) return WireError::kBadLength;
   ProbeFields f;

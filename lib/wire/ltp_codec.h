@@ -47,18 +47,19 @@ struct DataFields {
 
 struct DataMsg {
   DataFields f;
-  std::span<const uint8_t> payload;   // points into the parsed buffer
-  std::span<const uint8_t> auth_tag;  // empty unless kFlagAuthTag
+  std::span<const uint8_t> payload;  // points into the parsed buffer
 };
 
-inline constexpr size_t data_msg_len(uint16_t payload_len, bool tag) {
-  return sizeof(DataHeader) + payload_len + (tag ? kAuthTagLen : 0);
-}
+inline constexpr size_t data_msg_len(uint16_t payload_len) { return sizeof(DataHeader) + payload_len; }
+
+// The fixed header of a message of type t (what a sealed message authenticates without
+// encrypting); 0 for a type we do not know.
+size_t ltp_header_len(MsgType t);
 
 Result<DataMsg> parse_data(std::span<const uint8_t> msg);
 // Header only (the payload goes at out[sizeof(DataHeader)..] by whoever owns it).
 Result<size_t> build_data_header(std::span<uint8_t> out, const DataFields& f, uint16_t payload_len);
-// Header + copy of payload (+ a zeroed tag if f.flags has kFlagAuthTag). Returns total length.
+// Header + copy of payload. Returns total length.
 Result<size_t> build_data(std::span<uint8_t> out, const DataFields& f, std::span<const uint8_t> payload);
 
 struct AckFields {

@@ -30,16 +30,19 @@ enum class MsgType : uint8_t {
 
 // Flag bits (LtpCommon::flags).
 inline constexpr uint8_t kFlagRetransmit = 0x01;  // DATA: not the first transmission of this chunk
-inline constexpr uint8_t kFlagAuthTag = 0x02;     // a kAuthTagLen AEAD tag follows the payload
+// Sealed by the sending gateway (lib/crypto): on the wire a kAuthTrailerLen trailer follows
+// the message; the receiver checks it and cuts it off before any LTP parsing, so parsers never
+// see it. Part of the authenticated header: nobody can strip it to pass as plain traffic.
+inline constexpr uint8_t kFlagSealed = 0x02;
 inline constexpr uint8_t kFlagMore = 0x04;        // CLOSE: more bitmap parts follow
 // DATA: the sender has not yet released every chunk of the transfer (it forwards chunks as
 // its own inputs complete), so a quiet transfer is waiting upstream, not lost: no Early Close.
 inline constexpr uint8_t kFlagPartial = 0x08;
-inline constexpr uint8_t kKnownFlags = kFlagRetransmit | kFlagAuthTag | kFlagMore | kFlagPartial;
+inline constexpr uint8_t kKnownFlags = kFlagRetransmit | kFlagSealed | kFlagMore | kFlagPartial;
 
-// AEAD tag (e.g. AES-GCM) after the payload; the header is the associated data. Space is
-// reserved and length-checked now; computing it is a later issue.
-inline constexpr size_t kAuthTagLen = 16;
+// The sealed message's trailer (crypto::kTrailerLen): be64 sequence (key epoch, sender lane,
+// packet number) then the 16-byte AEAD tag; the LTP header is the associated data.
+inline constexpr size_t kAuthTrailerLen = 24;
 
 struct LtpCommon {
   be16 magic;
@@ -86,8 +89,8 @@ struct DataHeader {
   be64 echo_ts;       // latest ACK ack_ts seen from this receiver (0 = none): receiver RTT
 };
 static_assert(sizeof(DataHeader) == 56 && alignof(DataHeader) == 1);
-// 1400 B payload + header + tag fit a 1500 B IP MTU: 20 + 8 + 56 + 1400 + 16 = 1500.
-static_assert(20 + 8 + sizeof(DataHeader) + 1400 + kAuthTagLen == 1500);
+// 1392 B payload + header + trailer fit a 1500 B IP MTU: 20 + 8 + 56 + 1392 + 24 = 1500.
+static_assert(20 + 8 + sizeof(DataHeader) + 1392 + kAuthTrailerLen == 1500);
 
 struct AckHeader {
   LtpCommon common;

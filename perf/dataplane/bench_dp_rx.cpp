@@ -107,7 +107,7 @@ class SinkHandler final : public dp::PacketHandler, ltp::ReceiverSink, ltp::Pack
     std::swap(s.ip.src, s.ip.dst);
     s.udp = wire::UdpSpec{kLtpPort, 7401, wire::L4Checksum::kSoftware};
     const size_t hr = wire::udp_frame_headroom(s);
-    const size_t len = head.size() + payload.size() + meta.trailer_len;
+    const size_t len = head.size() + payload.size();
     auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(hr + len)));
     std::memcpy(p + hr, head.data(), head.size());
     if (!payload.empty()) std::memcpy(p + hr + head.size(), payload.data(), payload.size());
@@ -130,7 +130,7 @@ int run_gen(const std::vector<dp::Port>& ports, rte_mempool* pool, int seconds, 
   // round field is rewritten. The generator then costs little next to the receiver under test.
   const wire::UdpFrameSpec spec = frame_spec();
   const size_t hr = wire::udp_frame_headroom(spec);
-  const size_t msg = wire::data_msg_len(static_cast<uint16_t>(payload), false);
+  const size_t msg = wire::data_msg_len(static_cast<uint16_t>(payload));
   std::vector<uint8_t> values(payload, 0);
   for (size_t i = 0; i < payload / 4; ++i) {
     float v = 0.001f * static_cast<float>(i);

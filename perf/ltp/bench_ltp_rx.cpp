@@ -50,7 +50,7 @@ struct Result {
 };
 
 Result run(size_t chunk, uint32_t n, int reps, bool shuffled) {
-  const size_t msg = wire::data_msg_len(static_cast<uint16_t>(chunk), false);
+  const size_t msg = wire::data_msg_len(static_cast<uint16_t>(chunk));
   std::vector<uint8_t> pkts(msg * n), dst(chunk * n);
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);

@@ -22,7 +22,9 @@ peers:
 telemetry: {stats_interval_ms: 0}
 dataplane: {mbufs: 4095}
 job: {id: 1, model_bytes: 65536, workers: 0, round_timeout_ms: 300}
+security: {key_file: $tmp/wan.key}
 YAML
+"$BIN" --keygen "$tmp/wan.key" > /dev/null || fail "keygen"
 ip netns add "$ns" || fail "cannot create a network namespace"
 ip netns exec "$ns" "$BIN" -l 0-1 --no-huge --no-pci -m 128 --file-prefix "$prefix" --log-level='*:warning' \
   --log-level='stormgate.dataplane:debug' -- --config "$tmp/gw.yaml" --duration 6 > "$tmp/gw.log" 2>&1 &

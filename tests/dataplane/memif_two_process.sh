@@ -33,8 +33,10 @@ peers:
 telemetry: {stats_interval_ms: 0, pdump: false}
 dataplane: {mbufs: 4095}
 job: {model_bytes: 2000000, rounds: 5, round_timeout_ms: 20000}
+security: {key_file: $tmp/wan.key}
 YAML
 done
+"$BIN" --keygen "$tmp/wan.key" > /dev/null || exit 1
 "$BIN" --check-config "$tmp/a.yaml" "$tmp/b.yaml" || exit 1
 
 # The memif PMD's own cleanup can crash after the final report (below); under AddressSanitizer
@@ -58,7 +60,9 @@ for j in 0 1; do
 done
 pids=()
 for s in a b; do
-  echo "--- site $s"; grep -E 'job 1:|mbuf pool|drops:' "$tmp/$s.log"
+  echo "--- site $s"; grep -E 'job 1:|mbuf pool|drops:|sealed:' "$tmp/$s.log"
+  grep -qE 'sealed: [1-9][0-9]* messages sealed, [1-9][0-9]* opened, refused: none' "$tmp/$s.log" ||
+    { echo "site $s: traffic between the gateways was not sealed and opened cleanly"; rc=1; }
   grep -q '5 rounds of 2000000 bytes' "$tmp/$s.log" || { echo "site $s: did not run 5 rounds"; tail -5 "$tmp/$s.log"; rc=1; }
   grep -q 'values equal to the exact mean 100.0000%' "$tmp/$s.log" || { echo "site $s: results differ from the exact mean"; rc=1; }
   grep -q 'LEAK' "$tmp/$s.log" && { echo "site $s: mbuf leak"; rc=1; }

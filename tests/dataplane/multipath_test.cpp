@@ -17,6 +17,7 @@
 #include <deque>
 #include <memory>
 
+#include "crypto/peer_sessions.h"
 #include "dataplane/engine.h"
 #include "dataplane/gateway_handler.h"
 #include "dataplane/job_runner.h"
@@ -163,6 +164,9 @@ struct Site {
   std::unique_ptr<Engine> engine, engine1;
   rte_ring* handoff = nullptr;  // engine 1 -> engine 0: received job packets
   rte_ring* txq1 = nullptr;     // engine 0 -> engine 1: DATA dealt to TX queue 1
+  // Sealed as deployed: per hop, so a relay opens and re-seals what it forwards.
+  std::unique_ptr<crypto::Opener> opener, opener1;
+  std::unique_ptr<crypto::Sealer> sealer, sealer1;
 };
 
 // lanes: parallel direct ports between every pair of sites (a path each); relay: every peer
@@ -264,6 +268,17 @@ struct Testbed {
       s.tx = std::make_unique<LtpTx>(s.ports, s.nbrs, s.routes, const_cast<LtpCounters&>(s.handler->ltp()));
       s.job = std::make_unique<JobRunner>(s.cfg, plan, 1, *s.tx);
       s.handler->attach_job(s.job.get(), s.tx.get());
+      crypto::PeerSecurity sec;
+      sec.secret.assign(32, 0x3c);
+      sec.self = s.cfg.site.id;
+      for (const auto& p : s.cfg.peers) sec.peers.push_back(p.id);
+      sec.lanes = 3;
+      s.opener = std::make_unique<crypto::Opener>(sec);
+      s.opener1 = std::make_unique<crypto::Opener>(sec);
+      s.sealer = std::make_unique<crypto::Sealer>(sec, 1);
+      s.sealer1 = std::make_unique<crypto::Sealer>(sec, 2);
+      s.handler->attach_security(s.opener.get(), s.sealer.get());
+      s.tx->set_sealer(s.sealer.get());
       EngineParams ep;
       s.engine = std::make_unique<Engine>(s.ports, pool, *s.handler, ep);
       if (queues > 1) {
@@ -271,6 +286,7 @@ struct Testbed {
         s.txq1 = rte_ring_create(("mt" + tag + std::to_string(i)).c_str(), 4096, SOCKET_ID_ANY,
                                  RING_F_SP_ENQ | RING_F_SC_DEQ);
         s.handler1 = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false);
+        s.handler1->attach_security(s.opener1.get(), s.sealer1.get());
         s.handler->attach_handoff(s.handoff);
         s.handler1->attach_handoff(s.handoff);
         s.handler1->attach_tx_ring(s.txq1);
@@ -378,6 +394,7 @@ TEST(Multipath, RelayedPlanGivesExactMeansAndTheRelayOnlyForwards) {
     EXPECT_GT(s.handler->ltp().relay_forwarded.get(), 50u) << s.cfg.site.name;
     EXPECT_GT(s.handler->ltp().relayed_rx.get(), 50u) << s.cfg.site.name;
     EXPECT_EQ(s.handler->ltp().relay_refused.get() + s.handler->ltp().relay_no_route.get(), 0u);
+    EXPECT_GE(s.handler->ltp().sealed.get(), s.handler->ltp().relay_forwarded.get()) << "relayed copies re-sealed";
   }
   // Each relayed DATA was forwarded exactly once and arrived (lossless rings); the relay did
   // not consume it: every DATA sent anywhere was taken in by exactly one site.

@@ -2,7 +2,8 @@
 // through the real packet path (Engine -> GatewayHandler -> JobRunner -> lib/sync -> LtpTx):
 // every site gets exactly the mean of the synthetic gradients; with injected loss the rounds
 // still finish, bubbles are reported and most values stay exact; hostile frames are counted
-// drops; afterwards every pool is full.
+// drops; afterwards every pool is full. Traffic between the sites is sealed (lib/crypto), as a
+// deployed gateway's is; one test runs plain mode.
 #include <gtest/gtest.h>
 #include <rte_cycles.h>
 #include <rte_eth_ring.h>
@@ -15,6 +16,7 @@
 #include <memory>
 
 #include "common/rng.h"
+#include "crypto/peer_sessions.h"
 #include "dataplane/engine.h"
 #include "dataplane/gateway_handler.h"
 #include "dataplane/job_runner.h"
@@ -50,8 +52,13 @@ class LossyHandler final : public PacketHandler {
         keep[k++] = pkts[i];
       }
     }
+    for (uint16_t i = 0; i < k && port == 0 && captured.size() < capture; ++i)
+      captured.push_back(rte_pktmbuf_copy(keep[i], io.pool(), 0, UINT32_MAX));
     if (k) inner_.on_rx_st(io, port, keep, k, now);
   }
+  // Copies of the first `capture` frames that reach the gateway on port 0 (the test owns them).
+  size_t capture = 0;
+  std::vector<rte_mbuf*> captured;
   unsigned on_poll_st(EngineIo& io, uint64_t now) override { return inner_.on_poll_st(io, now); }
   void on_stop_st(EngineIo& io) override { inner_.on_stop_st(io); }
   uint64_t dropped = 0;
@@ -93,7 +100,20 @@ struct Site {
   std::unique_ptr<LtpTx> tx;
   std::unique_ptr<JobRunner> job;
   std::unique_ptr<Engine> engine;
+  std::unique_ptr<crypto::Opener> opener, opener1;
+  std::unique_ptr<crypto::Sealer> sealer, sealer1;
 };
+
+// Every site's sessions from one deployment secret (lane = engine + 1, as control/security.h).
+crypto::PeerSecurity security_of(const config::GatewayConfig& c, uint8_t secret_byte = 0x5a) {
+  crypto::PeerSecurity sec;
+  sec.secret.assign(32, secret_byte);
+  sec.self = c.site.id;
+  for (const auto& p : c.peers) sec.peers.push_back(p.id);
+  sec.lanes = 3;
+  sec.first_epoch = 1000;
+  return sec;
+}
 
 struct Testbed {
   rte_mempool* pool = nullptr;
@@ -108,7 +128,8 @@ struct Testbed {
   // the job's packets to engine 0 (the multi-queue path).
   // split: with two queues, both engines run the job (shards s % 2 == engine) instead of
   // engine 1 handing everything to engine 0.
-  Testbed(const std::string& tag, double loss, uint32_t rounds, uint64_t model_bytes, int nq = 1, bool split = false)
+  Testbed(const std::string& tag, double loss, uint32_t rounds, uint64_t model_bytes, int nq = 1, bool split = false,
+          bool sealed = true)
       : queues(nq) {
     pool = create_pool("rp" + tag, 16383, 64, RTE_MBUF_DEFAULT_BUF_SIZE);
     EXPECT_NE(pool, nullptr);
@@ -176,6 +197,15 @@ struct Testbed {
       s.handler = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, true);
       s.tx = std::make_unique<LtpTx>(s.ports, s.nbrs, s.routes, const_cast<LtpCounters&>(s.handler->ltp()));
       s.job = std::make_unique<JobRunner>(s.cfg, plan, 1, *s.tx, ShardRole{0, split ? 2u : 1u});
+      if (sealed) {
+        const crypto::PeerSecurity sec = security_of(s.cfg);
+        s.opener = std::make_unique<crypto::Opener>(sec);
+        s.sealer = std::make_unique<crypto::Sealer>(sec, 1);
+        s.opener1 = std::make_unique<crypto::Opener>(sec);
+        s.sealer1 = std::make_unique<crypto::Sealer>(sec, 2);
+        s.handler->attach_security(s.opener.get(), s.sealer.get());
+        s.tx->set_sealer(s.sealer.get());
+      }
       s.handler->attach_job(s.job.get(), s.tx.get());
       s.lossy = std::make_unique<LossyHandler>(*s.handler, loss, 100 + i);
       EngineParams ep;
@@ -184,6 +214,10 @@ struct Testbed {
         s.handler1 = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false);
         s.tx1 = std::make_unique<LtpTx>(s.ports, s.nbrs, s.routes, const_cast<LtpCounters&>(s.handler1->ltp()));
         s.job1 = std::make_unique<JobRunner>(s.cfg, plan, 1, *s.tx1, ShardRole{1, 2});
+        if (sealed) {
+          s.handler1->attach_security(s.opener1.get(), s.sealer1.get());
+          s.tx1->set_sealer(s.sealer1.get());
+        }
         s.handler1->attach_job(s.job1.get(), s.tx1.get());
         for (int e = 0; e < 2; ++e)
           s.owner[e] = rte_ring_create(("o" + tag + std::to_string(i) + std::to_string(e)).c_str(), 4096, SOCKET_ID_ANY,
@@ -199,6 +233,7 @@ struct Testbed {
       } else if (queues > 1) {
         s.handoff = rte_ring_create(("h" + tag + std::to_string(i)).c_str(), 4096, SOCKET_ID_ANY, RING_F_SC_DEQ);
         s.handler1 = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, false);
+        if (sealed) s.handler1->attach_security(s.opener1.get(), s.sealer1.get());
         s.handler->attach_handoff(s.handoff);
         s.handler1->attach_handoff(s.handoff);
         ep.queue = 1;
@@ -275,9 +310,24 @@ TEST(GatewayRounds, ThreeSitesGetExactlyTheMeanEveryRound) {
     EXPECT_EQ(c.values_exact.get(), c.values_checked.get()) << s.cfg.site.name;
     EXPECT_EQ(c.up_bubbles.get() + c.down_bubbles.get(), 0u);
     EXPECT_EQ(s.engine->counters().total_drops(), 0u);
+    EXPECT_GT(s.handler->ltp().opened.get(), 0u) << "every message between sites was sealed and opened";
+    EXPECT_EQ(s.handler->ltp().opened.get(), s.handler->ltp().data_rx.get() + s.handler->ltp().ack_rx.get() +
+                                                 s.handler->ltp().close_rx.get() + s.handler->ltp().control_rx.get());
   }
   tb.shutdown();
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
+}
+
+TEST(GatewayRounds, PlainModeStillRunsWhenTheConfigAsksForIt) {
+  Testbed tb("pl", 0.0, 2, 64 * 1024, 1, false, /*sealed=*/false);
+  ASSERT_TRUE(tb.run(std::chrono::seconds(60)));
+  for (auto& s : tb.sites) {
+    EXPECT_EQ(s.job->counters().values_exact.get(), s.job->counters().values_checked.get());
+    EXPECT_EQ(s.handler->ltp().opened.get(), 0u);
+    EXPECT_EQ(s.engine->counters().total_drops(), 0u);
+  }
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool));
 }
 
 TEST(GatewayRounds, FirstTransmissionsOfARoundLostEverywhere) {
@@ -521,6 +571,92 @@ TEST(GatewayRounds, HostileFramesAreCountedDropsNotCrashes) {
   EXPECT_GT(s.handler->ltp().other_job.get(), 0u);
   // The real rounds still run afterwards.
   ASSERT_TRUE(tb.run(std::chrono::seconds(60)));
+  for (auto& site : tb.sites) EXPECT_EQ(site.job->counters().values_exact.get(), site.job->counters().values_checked.get());
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
+}
+
+// A frame from site `from` (address 10.0.0.from) to site 0's port carrying `msg`, sealed by
+// `sealer` toward site 1 unless null. The UDP checksum is left out (0) so that tampering
+// reaches the seal instead of failing the checksum.
+rte_mbuf* frame_to_site0(Testbed& tb, uint32_t src_ip, std::span<const uint8_t> msg, crypto::Sealer* sealer) {
+  Site& s = tb.sites[0];
+  wire::UdpFrameSpec spec;
+  std::copy(s.ports[0].mac.addr_bytes, s.ports[0].mac.addr_bytes + 6, spec.eth.dst.begin());
+  spec.ip.src = src_ip;
+  spec.ip.dst = s.ports[0].ipv4;
+  spec.udp = wire::UdpSpec{7401, 7400, wire::L4Checksum::kNone};
+  const size_t hr = wire::udp_frame_headroom(spec);
+  rte_mbuf* m = rte_pktmbuf_alloc(tb.pool);
+  auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(hr + msg.size() + 24)));
+  std::copy(msg.begin(), msg.end(), p + hr);
+  size_t len = msg.size();
+  if (sealer) {
+    p[hr + offsetof(wire::LtpCommon, flags)] |= wire::kFlagSealed;
+    len = sealer->seal(1, std::span<uint8_t>(p + hr, msg.size() + 24), msg.size(), wire::ltp_header_len(wire::MsgType::kData));
+    EXPECT_GT(len, 0u);
+  }
+  rte_pktmbuf_trim(m, static_cast<uint16_t>(msg.size() + 24 - len));
+  wire::finish_udp_frame(std::span<uint8_t>(p, hr + len), spec, len);
+  return m;
+}
+
+TEST(GatewayRounds, ForgedReplayedAndWrongKeyFramesNeverReachTheJob) {
+  Testbed tb("x", 0.0, 2, 64 * 1024);
+  Site& s = tb.sites[0];
+  s.lossy->capture = 64;  // real sealed frames from its peers, to replay later
+  ASSERT_TRUE(tb.run(std::chrono::seconds(60)));
+  ASSERT_EQ(s.lossy->captured.size(), 64u);
+  const auto& c = s.handler->ltp();
+  auto count = [&](AuthDrop d) { return c.auth_drops[static_cast<size_t>(d)].get(); };
+  // A DATA message for round 2 as site 2 would send it (chunk 0 of shard 0).
+  wire::DataFields f;
+  f.src_node = 2;
+  f.job = 1;
+  f.round = 2;
+  f.policy_version = 1;
+  f.chunk_count = 4;
+  std::vector<uint8_t> msg(sizeof(wire::DataHeader) + 256, 0x11);
+  ASSERT_TRUE(wire::build_data_header(msg, f, 256));
+
+  // Site 2's real key on a lane its gateway does not use here (an insider), and another key file.
+  crypto::Sealer site2(security_of(tb.sites[1].cfg), 2);
+  crypto::Sealer wrong_key(security_of(tb.sites[1].cfg, 0x77), 2);
+  std::vector<rte_mbuf*> in;
+  {
+    auto spoof = msg;
+    spoof[offsetof(wire::LtpCommon, src_node) + 1] = 3;  // site 2 claiming to be site 3
+    for (int i = 0; i < 20; ++i) in.push_back(frame_to_site0(tb, 0x0a000002, spoof, &site2));
+  }
+  for (int i = 0; i < 16; ++i) {
+    // Sealed by site 2 for real, one ciphertext bit flipped on the way.
+    rte_mbuf* m = frame_to_site0(tb, 0x0a000002, msg, &site2);
+    rte_pktmbuf_mtod(m, uint8_t*)[rte_pktmbuf_data_len(m) - 30] ^= 0x01;
+    in.push_back(m);
+  }
+  std::vector<uint8_t> scratch(msg.size() + 24);
+  for (int i = 0; i < 100; ++i) wrong_key.seal(1, scratch, msg.size(), sizeof(wire::DataHeader));  // past site 2's numbers
+  for (int i = 0; i < 50; ++i) in.push_back(frame_to_site0(tb, 0x0a000002, msg, &wrong_key));
+  for (int i = 0; i < 50; ++i) in.push_back(frame_to_site0(tb, 0x0a000002, msg, nullptr));     // unsealed
+  for (int i = 0; i < 50; ++i) in.push_back(frame_to_site0(tb, 0x0a000063, msg, &site2));      // unknown source
+  const size_t replays = s.lossy->captured.size();
+  for (rte_mbuf* m : s.lossy->captured) in.push_back(m);  // replays of real traffic
+  s.lossy->captured.clear();
+  const uint64_t rounds_before = s.job->counters().rounds.get();
+  const uint64_t delivered_before = c.data_rx.get() + c.ack_rx.get() + c.close_rx.get();
+  for (size_t at = 0; at < in.size(); at += 32) {
+    const uint16_t n = static_cast<uint16_t>(std::min<size_t>(32, in.size() - at));
+    s.handler->on_rx_st(*s.engine, 0, in.data() + at, n, rte_rdtsc());
+    s.engine->flush_st();
+  }
+  EXPECT_EQ(count(AuthDrop::kSpoofed), 20u) << "authenticated as site 2, naming site 3";
+  EXPECT_EQ(count(AuthDrop::kBadTag), 16u + 50u) << "tampered and wrong-key frames";
+  EXPECT_EQ(count(AuthDrop::kUnsealed), 50u);
+  EXPECT_EQ(count(AuthDrop::kUnknownSource), 50u);
+  EXPECT_EQ(count(AuthDrop::kReplayed) + count(AuthDrop::kTooOld), replays);
+  EXPECT_EQ(s.engine->counters().drops[static_cast<size_t>(Drop::kUnauthenticated)].get(), in.size());
+  EXPECT_EQ(c.data_rx.get() + c.ack_rx.get() + c.close_rx.get(), delivered_before) << "nothing reached the job";
+  EXPECT_EQ(s.job->counters().rounds.get(), rounds_before);
   for (auto& site : tb.sites) EXPECT_EQ(site.job->counters().values_exact.get(), site.job->counters().values_checked.get());
   tb.shutdown();
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;

@@ -34,7 +34,7 @@ bool same(const DataFields& a, const DataFields& b) {
 void ltp_messages(std::span<const uint8_t> in) {
   std::vector<uint8_t> out(in.size() + 64);
   if (auto d = parse_data(in)) {
-    check(inside(in, d->payload) && inside(in, d->auth_tag));
+    check(inside(in, d->payload));
     auto n = build_data(out, d->f, d->payload);
     check(n.ok() && *n == in.size());
     auto again = parse_data(std::span<const uint8_t>(out).first(*n));
@@ -57,7 +57,7 @@ void ltp_messages(std::span<const uint8_t> in) {
   }
   if (auto m = parse_control(in)) {
     check(inside(in, m->payload) && m->payload.size() <= kControlMaxPayload);
-    if (!(in[offsetof(LtpCommon, flags)] & kFlagAuthTag)) {
+    if (!(in[offsetof(LtpCommon, flags)] & kFlagSealed)) {
       auto n = build_control(out, m->f, m->payload);
       check(n.ok() && *n == in.size());
       auto again = parse_control(std::span<const uint8_t>(out).first(*n));
@@ -66,7 +66,7 @@ void ltp_messages(std::span<const uint8_t> in) {
   }
   if (auto p = parse_probe(in)) {
     check(p->seq < p->count && p->count <= kProbeMaxCount && p->payload_len <= kProbeMaxPayload);
-    if (!(in[offsetof(LtpCommon, flags)] & kFlagAuthTag)) {
+    if (!(in[offsetof(LtpCommon, flags)] & kFlagSealed)) {
       auto n = build_probe(out, *p, p->payload_len);
       check(n.ok() && *n == in.size());
       auto again = parse_probe(std::span<const uint8_t>(out).first(*n));

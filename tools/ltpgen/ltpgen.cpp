@@ -7,6 +7,9 @@
 //   ltpgen --config SITE.yaml --out FILE.pcap [--rounds N] [--first-round R] [--all-types]
 //          [--peer-mac MAC]
 // --all-types adds one ACK, CLOSE, CONTROL, PROBE and REJECT (for dissectors).
+// Unless the config says security.mode: plain, every message is sealed as its peer would seal
+// it (the config's key file; lane 1, a peer's first engine), so the gateway admits the first
+// copy of each -- and drops replays of the capture as replays, as it must.
 #include <pcap/pcap.h>
 
 #include <algorithm>
@@ -17,7 +20,9 @@
 #include <vector>
 
 #include "config/load.h"
+#include "control/security.h"
 #include "controller/controller.h"
+#include "crypto/peer_sessions.h"
 #include "wire/frame.h"
 #include "wire/ltp_codec.h"
 
@@ -60,9 +65,23 @@ class Writer {
   uint64_t t_us_ = 0, frames_ = 0;
 };
 
+// Each peer's sealer toward the config's site (empty: plain).
+std::vector<std::pair<uint16_t, std::unique_ptr<crypto::Sealer>>> g_sealers;
+
 // The frame a peer sends to our port: Ethernet/IPv4/UDP around an LTP message.
 std::vector<uint8_t> frame_from(const config::GatewayConfig& cfg, const config::PeerConfig& peer,
-                                std::span<const uint8_t> msg) {
+                                std::span<const uint8_t> plain) {
+  std::vector<uint8_t> sealed;
+  std::span<const uint8_t> msg = plain;
+  for (auto& [id, sealer] : g_sealers) {
+    if (id != peer.id || plain.size() < sizeof(wire::LtpCommon)) continue;
+    sealed.assign(plain.begin(), plain.end());
+    sealed.resize(plain.size() + wire::kAuthTrailerLen);
+    sealed[offsetof(wire::LtpCommon, flags)] |= wire::kFlagSealed;
+    const auto type = static_cast<wire::MsgType>(plain[offsetof(wire::LtpCommon, type)]);
+    if (!sealer->seal(cfg.site.id, sealed, plain.size(), wire::ltp_header_len(type))) return {};
+    msg = sealed;
+  }
   const config::PortConfig& port = cfg.ports[0];
   wire::UdpFrameSpec spec;
   const config::MacAddr dst = port.mac.value_or(config::MacAddr{{0x02, 0, 0, 0, 0, 0x01}});
@@ -125,6 +144,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ltpgen: %s: %s\n", a.config.c_str(), err.c_str());
     return 2;
   }
+  if (cfg.security.mode == config::SecurityMode::kAead) {
+    crypto::PeerSecurity sec;
+    if (!ctl::load_peer_security(cfg, sec, err)) {
+      std::fprintf(stderr, "ltpgen: %s\n", err.c_str());
+      return 2;
+    }
+    for (const auto& p : cfg.peers) {
+      crypto::PeerSecurity as_peer = sec;
+      as_peer.self = p.id;
+      as_peer.peers = {cfg.site.id};
+      g_sealers.emplace_back(p.id, std::make_unique<crypto::Sealer>(as_peer, ctl::engine_lane(0)));
+    }
+  }
   const auto sites = controller::job_sites(cfg);
   int self = 0;
   for (size_t i = 0; i < sites.size(); ++i)
@@ -135,7 +167,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const uint32_t chunk = cfg.transport.chunk_bytes;
-  std::vector<uint8_t> payload(chunk), msg(sizeof(wire::DataHeader) + chunk + wire::kAuthTagLen);
+  std::vector<uint8_t> payload(chunk), msg(sizeof(wire::DataHeader) + chunk);
   for (uint32_t k = 0; k < chunk / 4; ++k) {
     const float v = 0.001f * static_cast<float>(k % 1000);
     std::memcpy(payload.data() + 4 * k, &v, 4);

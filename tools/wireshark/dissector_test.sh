@@ -17,14 +17,18 @@ fail() { echo "FAIL: $*"; exit 1; }
 command -v tshark >/dev/null || fail "tshark missing (scripts/setup installs it)"
 ts() { tshark -X lua_script:"$LUA" "$@" 2>/dev/null; }
 
-# 1. Generated capture.
-"$LTPGEN" --config "$ROOT/config/testbed/site-a.yaml" --out "$tmp/gen.pcap" --all-types || fail "ltpgen"
+# 1. Generated capture: sealed as the testbed's peers would seal it (a key of our own).
+"$BIN" --keygen "$tmp/wan.key" > /dev/null || fail "keygen"
+sed "s|key_file: .*|key_file: $tmp/wan.key|" "$ROOT/config/testbed/site-a.yaml" > "$tmp/site-a.yaml"
+"$LTPGEN" --config "$tmp/site-a.yaml" --out "$tmp/gen.pcap" --all-types || fail "ltpgen"
 total=$(ts -r "$tmp/gen.pcap" | wc -l)
 ltp=$(ts -r "$tmp/gen.pcap" -Y stormgate_ltp | wc -l)
 bad=$(ts -r "$tmp/gen.pcap" -Y '_ws.expert.severity >= warning' | wc -l)
 echo "generated: $total frames, $ltp decoded as LTP, $bad with warnings"
 [[ $total -gt 100 && $ltp == "$total" ]] || fail "not every frame decoded as LTP"
 [[ $bad == 0 ]] || fail "$bad frames flagged malformed"
+sealed=$(ts -r "$tmp/gen.pcap" -Y 'stormgate_ltp.flags.sealed == 1 && stormgate_ltp.trailer.lane == 1' | wc -l)
+[[ $sealed == "$total" ]] || fail "$sealed of $total frames show the seal's trailer"
 ts -r "$tmp/gen.pcap" -T fields -e stormgate_ltp.type > "$tmp/types"
 for t in 2 3 4 5 6; do [[ $(grep -cx "$t" "$tmp/types") == 1 ]] || fail "type $t not decoded once"; done
 data=$(grep -cx 1 "$tmp/types")
@@ -51,6 +55,7 @@ peers:
 telemetry: {stats_interval_ms: 0}
 dataplane: {mbufs: 4095}
 job: {id: 5, model_bytes: 65536, workers: 0, round_timeout_ms: 300}
+security: {key_file: $tmp/wan.key}
 YAML
 ip netns add "$ns" || fail "netns"
 ip netns exec "$ns" "$BIN" -l 0-1 --no-huge --no-pci -m 128 --file-prefix "$prefix" --log-level='*:warning' -- \

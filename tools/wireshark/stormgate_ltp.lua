@@ -20,7 +20,7 @@ local f = {
   type = F.uint8("stormgate_ltp.type", "Type", base.DEC, types),
   flags = F.uint8("stormgate_ltp.flags", "Flags", base.HEX),
   flag_retx = F.bool("stormgate_ltp.flags.retransmit", "Retransmit", 8, nil, 0x01),
-  flag_tag = F.bool("stormgate_ltp.flags.auth_tag", "Auth tag", 8, nil, 0x02),
+  flag_tag = F.bool("stormgate_ltp.flags.sealed", "Sealed", 8, nil, 0x02),
   flag_more = F.bool("stormgate_ltp.flags.more", "More", 8, nil, 0x04),
   flag_partial = F.bool("stormgate_ltp.flags.partial", "Partial", 8, nil, 0x08),
   reserved = F.uint8("stormgate_ltp.reserved", "Reserved"),
@@ -67,7 +67,10 @@ local f = {
   dst_node = F.uint16("stormgate_ltp.dst_node", "Destination site"),
   rx_ts = F.uint64("stormgate_ltp.rx_ts", "Receive time (ns)"),
   payload = F.bytes("stormgate_ltp.payload", "Payload"),
-  tag = F.bytes("stormgate_ltp.auth_tag", "Auth tag"),
+  tr_epoch = F.uint32("stormgate_ltp.trailer.epoch", "Key epoch"),
+  tr_lane = F.uint8("stormgate_ltp.trailer.lane", "Sender lane"),
+  tr_pn = F.uint24("stormgate_ltp.trailer.pn", "Packet number"),
+  tag = F.bytes("stormgate_ltp.auth_tag", "AEAD tag"),
 }
 local list = {}
 for _, v in pairs(f) do list[#list + 1] = v end
@@ -168,7 +171,13 @@ function ltp.dissector(buf, pinfo, tree)
   end
   local off, vlen, vfield, summary = body.add(t, buf)
   if vfield and vlen > 0 and off + vlen <= buf:len() then t:add(vfield, buf(off, vlen)) end
-  if bit.band(buf(4, 1):uint(), 0x02) ~= 0 and buf:len() >= off + vlen + 16 then t:add(f.tag, buf(off + vlen, 16)) end
+  -- Sealed: a 24-byte trailer (epoch, lane, packet number, tag) ends the datagram; with
+  -- encryption the variable part above is ciphertext.
+  if bit.band(buf(4, 1):uint(), 0x02) ~= 0 and buf:len() >= off + 24 then
+    local tr = buf:len() - 24
+    t:add(f.tr_epoch, buf(tr, 4)); t:add(f.tr_lane, buf(tr + 4, 1)); t:add(f.tr_pn, buf(tr + 5, 3))
+    t:add(f.tag, buf(tr + 8, 16))
+  end
   t:append_text(string.format(", %s from site %d job %d: %s", name, buf(6, 2):uint(), buf(8, 4):uint(), summary))
   pinfo.cols.info = string.format("LTP %s site %d job %d %s", name, buf(6, 2):uint(), buf(8, 4):uint(), summary)
 end

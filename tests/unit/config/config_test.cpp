@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
@@ -26,6 +30,15 @@ peers:
     address: 10.0.0.2
 )";
 
+// Configs with peers name a key file (or say plain); tests of other sections append one at
+// the end, where it moves no line number they check.
+LoadResult load_keyed(const std::string& text, const std::string& source) {
+  if (text.find("peers:") == std::string::npos || text.find("security:") != std::string::npos ||
+      text.find('\0') != std::string::npos)
+    return load_config_text(text, source);
+  return load_config_text(text + "\nsecurity: {key_file: k.key}\n", source);
+}
+
 std::string all_errors(const LoadResult& r) {
   std::string s;
   for (const auto& e : r.errors) s += e.to_string() + "\n";
@@ -34,7 +47,7 @@ std::string all_errors(const LoadResult& r) {
 
 // Loads text that must fail and returns the single error it must produce.
 ConfigError one_error(const std::string& text) {
-  LoadResult r = load_config_text(text, "t.yaml");
+  LoadResult r = load_keyed(text, "t.yaml");
   EXPECT_FALSE(r.config.has_value());
   EXPECT_EQ(r.errors.size(), 1u) << all_errors(r);
   return r.errors.empty() ? ConfigError{} : r.errors.front();
@@ -75,7 +88,7 @@ TEST(ConfigExamples, DeploymentValuesAreRead) {
 }
 
 TEST(ConfigExamples, MinimalGetsDefaults) {
-  LoadResult r = load_config_text(kMinimal, "m.yaml");
+  LoadResult r = load_keyed(kMinimal, "m.yaml");
   ASSERT_TRUE(r.config) << all_errors(r);
   EXPECT_EQ(r.config->transport.udp_port, 7400);
   EXPECT_EQ(r.config->ports[0].rx_queues, 1);
@@ -106,7 +119,7 @@ TEST(ConfigErrors, UnknownSectionIsAnError) {
 TEST(ConfigErrors, DuplicateKeyIsAnError) {
   std::string t = kMinimal;
   t += "transport:\n  udp_port: 7400\n  udp_port: 7500\n";
-  LoadResult r = load_config_text(t, "t.yaml");
+  LoadResult r = load_keyed(t, "t.yaml");
   ASSERT_FALSE(r.config);
   ASSERT_GE(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0].key_path, "transport.udp_port");
@@ -117,7 +130,7 @@ TEST(ConfigErrors, DuplicateKeyIsAnError) {
 TEST(ConfigErrors, DuplicateKeyInsideListItem) {
   std::string t = kMinimal;
   t += "    name: c\n";  // second 'name' in peers[0]
-  LoadResult r = load_config_text(t, "t.yaml");
+  LoadResult r = load_keyed(t, "t.yaml");
   ASSERT_FALSE(r.config);
   ASSERT_GE(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0].key_path, "peers[0].name");
@@ -241,7 +254,7 @@ TEST(ConfigErrors, WorkerChunkMustFitTheLargestMtu) {
   std::string ok = kMinimal;
   ok.replace(ok.find("    ipv4: 10.0.0.1\n"), 19, "    ipv4: 10.0.0.1\n    mtu: 9000\n");
   ok += "job:\n  model_bytes: 4096\n  worker_chunk_bytes: 8192\n";
-  LoadResult r = load_config_text(ok, "t.yaml");
+  LoadResult r = load_keyed(ok, "t.yaml");
   ASSERT_TRUE(r.config) << all_errors(r);
   EXPECT_EQ(worker_chunk_bytes(*r.config), 8192u);
   EXPECT_EQ(r.config->transport.chunk_bytes, 1344u);
@@ -278,7 +291,7 @@ TEST(ConfigErrors, NotAMappingAtTop) {
 TEST(ConfigErrors, EveryProblemIsReportedNotJustTheFirst) {
   std::string t = kMinimal;
   t += "transport:\n  udp_port: 0\n  chunk_bytes: x\ntopology:\n  shards: 0\n";
-  LoadResult r = load_config_text(t, "t.yaml");
+  LoadResult r = load_keyed(t, "t.yaml");
   EXPECT_EQ(r.errors.size(), 3u) << all_errors(r);
 }
 
@@ -295,24 +308,81 @@ TEST(ConfigErrors, BinaryInputIsRefusedBeforeParsing) {
   ConfigError e3 = one_error("&\xff, i*a]\n");
   EXPECT_EQ(e3.found, "a malformed UTF-8 byte 0xff");
   // Real UTF-8 is fine.
-  LoadResult ok = load_config_text(std::string(kMinimal) + "# caf\xc3\xa9 \xe2\x9c\x93\n", "u.yaml");
+  LoadResult ok = load_keyed(std::string(kMinimal) + "# caf\xc3\xa9 \xe2\x9c\x93\n", "u.yaml");
   EXPECT_TRUE(ok.config) << all_errors(ok);
 }
 
 TEST(ConfigErrors, StrayCommaDoesNotHang) {
   // yaml-cpp 0.7 reports empty documents forever after a lone ',' (its issue #1040).
   for (const char* t : {",", ",\n", "site: {id: 1}\n---\nsite: {id: 2}\n"}) {
-    LoadResult r = load_config_text(t, "c.yaml");
+    LoadResult r = load_keyed(t, "c.yaml");
     EXPECT_FALSE(r.config) << t;
     ASSERT_FALSE(r.errors.empty()) << t;
   }
-  EXPECT_EQ(load_config_text(",", "c.yaml").errors[0].expected, "one YAML document");
+  EXPECT_EQ(load_keyed(",", "c.yaml").errors[0].expected, "one YAML document");
 }
 
 TEST(ConfigErrors, MissingFileIsClear) {
   LoadResult r = load_config_file("/nonexistent/stormgate.yaml");
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0].to_string(), "/nonexistent/stormgate.yaml: expected a readable config file, found none (cannot open)");
+}
+
+const char* kTwoSites = "site: {id: 1, name: a}\nports:\n  - {name: p0, vdev: net_ring0, ipv4: 10.0.0.1}\n"
+                        "peers:\n  - {id: 2, name: b, address: 10.0.0.2}\n";
+
+TEST(ConfigSecurity, SealedByDefaultAndEveryKeyRead) {
+  LoadResult d = load_config_text(std::string(kTwoSites) + "security: {key_file: /k}\n", "t.yaml");
+  ASSERT_TRUE(d.config) << all_errors(d);
+  EXPECT_EQ(d.config->security.mode, SecurityMode::kAead);
+  EXPECT_EQ(d.config->security.suite, SecuritySuite::kAes128Gcm);
+  EXPECT_EQ(d.config->security.protection, SecurityProtection::kEncrypt);
+  EXPECT_EQ(d.config->security.replay_window, 8192u);
+  EXPECT_EQ(d.config->security.rekey_after_packets, 4194304u);
+  LoadResult r = load_config_text(std::string(kTwoSites) +
+                                      "security: {key_file: /etc/k, suite: chacha20-poly1305, protection: auth-only, "
+                                      "replay_window: 65536, rekey_after_packets: 100000}\n",
+                                  "t.yaml");
+  ASSERT_TRUE(r.config) << all_errors(r);
+  EXPECT_EQ(r.config->security.key_file, "/etc/k");
+  EXPECT_EQ(r.config->security.suite, SecuritySuite::kChaCha20Poly1305);
+  EXPECT_EQ(r.config->security.protection, SecurityProtection::kAuthOnly);
+  EXPECT_EQ(r.config->security.replay_window, 65536u);
+  EXPECT_EQ(r.config->security.rekey_after_packets, 100000u);
+}
+
+TEST(ConfigSecurity, PeersWithoutAKeyFileIsOneClearError) {
+  LoadResult missing = load_config_text(kTwoSites, "t.yaml");
+  ASSERT_EQ(missing.errors.size(), 1u) << all_errors(missing);
+  const ConfigError& e = missing.errors[0];
+  EXPECT_EQ(e.key_path, "security.key_file");
+  EXPECT_NE(e.expected.find("security.mode: plain"), std::string::npos) << e.to_string();
+  // Plain mode must be asked for; no peers need no key.
+  EXPECT_TRUE(load_config_text(std::string(kTwoSites) + "security: {mode: plain}\n", "t.yaml").config);
+  EXPECT_TRUE(load_config_text("site: {id: 1, name: a}\nports:\n  - {name: p0, vdev: net_ring0, ipv4: 10.0.0.1}\n",
+                               "t.yaml").config);
+}
+
+TEST(ConfigSecurity, BadValuesAreRefusedByName) {
+  ConfigError suite = one_error(std::string(kTwoSites) + "security: {key_file: /k, suite: aes-256-cbc}\n");
+  EXPECT_EQ(suite.key_path, "security.suite");
+  EXPECT_NE(suite.expected.find("chacha20-poly1305"), std::string::npos);
+  ConfigError window = one_error(std::string(kTwoSites) + "security: {key_file: /k, replay_window: 1000}\n");
+  EXPECT_EQ(window.key_path, "security.replay_window");
+  ConfigError rekey = one_error(std::string(kTwoSites) + "security: {key_file: /k, rekey_after_packets: 9000000}\n");
+  EXPECT_EQ(rekey.key_path, "security.rekey_after_packets");
+}
+
+TEST(ConfigSecurity, ARelativeKeyFileIsFoundNextToTheConfig) {
+  char dir[] = "/tmp/sgcfgXXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/site.yaml";
+  std::ofstream(path) << kTwoSites << "security: {key_file: keys/wan.key}\n";
+  LoadResult r = load_config_file(path);
+  ASSERT_TRUE(r.config) << all_errors(r);
+  EXPECT_EQ(r.config->security.key_file, std::string(dir) + "/keys/wan.key");
+  std::remove(path.c_str());
+  rmdir(dir);
 }
 
 }  // namespace
@@ -361,7 +431,7 @@ TEST(ConfigDocs, EveryKeyTheLoaderReadsIsDocumentedAndNoOther) {
   // A config that visits every reader: one port, one peer with one path.
   const std::string text =
       "site: {id: 1, name: a}\nports:\n  - {name: p0, vdev: net_ring0, ipv4: 10.0.0.1}\n"
-      "peers:\n  - {id: 2, name: b, address: 10.0.0.2, paths: [{id: 0, port: p0}]}\n";
+      "peers:\n  - {id: 2, name: b, address: 10.0.0.2, paths: [{id: 0, port: p0}]}\nsecurity: {key_file: k.key}\n";
   std::set<std::string> loaded;
   set_key_observer([&](const std::string& k) { loaded.insert(normalise(k)); });
   const LoadResult r = load_config_text(text, "docs");

@@ -111,7 +111,6 @@ class BottleneckPath {
       k.to = to_;
       k.bytes.assign(head.begin(), head.end());
       k.bytes.insert(k.bytes.end(), payload.begin(), payload.end());
-      k.bytes.resize(k.bytes.size() + meta.trailer_len, 0);
       p_.push(std::move(k));
     }
 

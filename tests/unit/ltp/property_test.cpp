@@ -274,7 +274,7 @@ TEST(LtpProperty, EarlyCloseFiresUnderPersistentLossOnceLossIsLearned) {
   MessageSink sink(200 * 16, 16, 200);
   testing::CaptureTx out;
   rx.begin_round(1, 1, 1, 0, sink, out);
-  std::vector<uint8_t> b(wire::data_msg_len(16, false));
+  std::vector<uint8_t> b(wire::data_msg_len(16));
   std::vector<uint8_t> payload(16, 1);
   for (uint32_t i = 0; i < 195; ++i) {
     wire::DataFields f;

@@ -57,7 +57,7 @@ wire::DataFields fields(uint32_t idx, uint32_t count) {
 std::vector<uint8_t> data(const wire::DataFields& f, size_t plen = 16) {
   std::vector<uint8_t> payload(plen);
   for (size_t i = 0; i < plen; ++i) payload[i] = static_cast<uint8_t>(f.chunk_index * 3 + i);
-  std::vector<uint8_t> b(wire::data_msg_len(static_cast<uint16_t>(plen), f.flags & wire::kFlagAuthTag));
+  std::vector<uint8_t> b(wire::data_msg_len(static_cast<uint16_t>(plen)));
   EXPECT_TRUE(wire::build_data(b, f, payload).ok());
   return b;
 }

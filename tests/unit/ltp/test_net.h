@@ -55,7 +55,7 @@ class Net {
     const size_t h = wire::udp_frame_headroom(s);
     Wire w;
     w.to = to;
-    w.frame.resize(h + head.size() + payload.size() + meta.trailer_len);
+    w.frame.resize(h + head.size() + payload.size());
     std::memcpy(w.frame.data() + h, head.data(), head.size());
     if (!payload.empty()) std::memcpy(w.frame.data() + h + head.size(), payload.data(), payload.size());
     (void)wire::finish_udp_frame(w.frame, s, w.frame.size() - h);
@@ -120,7 +120,6 @@ class CaptureTx final : public PacketSink {
   void send(const TxMeta& meta, std::span<const uint8_t> head, std::span<const uint8_t> payload) override {
     Pkt p{meta, {head.begin(), head.end()}};
     p.bytes.insert(p.bytes.end(), payload.begin(), payload.end());
-    p.bytes.resize(p.bytes.size() + meta.trailer_len, 0);
     pkts.push_back(std::move(p));
   }
   size_t count(wire::MsgType t) const {

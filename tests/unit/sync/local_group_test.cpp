@@ -42,7 +42,6 @@ class Lan {
     void send(const ltp::TxMeta& m, std::span<const uint8_t> head, std::span<const uint8_t> payload) override {
       std::vector<uint8_t> b(head.begin(), head.end());
       b.insert(b.end(), payload.begin(), payload.end());
-      b.resize(b.size() + m.trailer_len, 0);
       lan_.enqueue(self_, m.peer_node, std::move(b));
     }
 

@@ -1,0 +1,35 @@
+// The gateway's side of lib/crypto: the config's security section turned into the keys and
+// sessions every thread uses. Lanes: the control thread seals as lane 0, engine q as lane q + 1,
+// and every gateway opens up to kGatewayLanes lanes per peer (the most any config can have).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "crypto/peer_sessions.h"
+
+namespace sg::ctl {
+
+inline constexpr uint8_t kControlLane = 0;
+inline constexpr unsigned kGatewayLanes = 1 + 64;  // the control thread + ports' rx_queues at most
+
+inline uint8_t engine_lane(unsigned engine) { return static_cast<uint8_t>(engine + 1); }
+
+// Reads the key file and fills `out` (peers, suite, epoch from the wall clock). False with
+// `err` naming the file and the problem. Plain mode: true and out.secret empty.
+bool load_peer_security(const config::GatewayConfig& cfg, crypto::PeerSecurity& out, std::string& err);
+
+// What one gateway process holds: a sealer per sending thread, an opener per engine.
+struct GatewaySecurity {
+  crypto::PeerSecurity params;
+  std::unique_ptr<crypto::Sealer> control;
+  std::vector<std::unique_ptr<crypto::Sealer>> engine_sealers;
+  std::vector<std::unique_ptr<crypto::Opener>> engine_openers;
+  bool on() const { return control != nullptr; }
+  // Builds the sessions for `engines` engines; false with err if OpenSSL refused a key.
+  bool build(unsigned engines, std::string& err);
+};
+
+}  // namespace sg::ctl
