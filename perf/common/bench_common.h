@@ -68,6 +68,10 @@ class JsonLine {
     out_ += ", \"" + key + "\": " + buf;
     return *this;
   }
+  JsonLine& boolean(const std::string& key, bool v) {
+    out_ += ", \"" + key + "\": " + (v ? "true" : "false");
+    return *this;
+  }
   JsonLine& str(const std::string& key, const std::string& v) {
     out_ += ", \"" + key + "\": \"" + v + "\"";
     return *this;

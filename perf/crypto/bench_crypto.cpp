@@ -4,13 +4,17 @@
 // check, for each suite and protection. perf/run/crypto passes `openssl speed`'s figure for
 // the same cipher and size, measured just before on the same machine, as the reference.
 //
-//   bench_crypto [--quick] [--openssl-aes GBPS] [--openssl-chacha GBPS]
+//   bench_crypto [--quick] [--openssl-aes GBPS] [--openssl-chacha GBPS] [--dataplane "K=V ..."]
+// --dataplane: the product-path figures perf/dataplane/bench_seal measured (perf/run/crypto
+// runs it first), carried into this JSON line as they are.
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "bench_common.h"
+#include "crypto/aead.h"
 #include "crypto/session.h"
 
 using namespace sg;
@@ -69,13 +73,15 @@ Rate measure(Suite suite, Protection prot, double seconds, int reps) {
 int main(int argc, char** argv) {
   bool quick = false;
   double ossl_aes = 0, ossl_chacha = 0;
+  std::string dataplane;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if (a == "--openssl-aes" && i + 1 < argc) ossl_aes = std::atof(argv[++i]);
     else if (a == "--openssl-chacha" && i + 1 < argc) ossl_chacha = std::atof(argv[++i]);
+    else if (a == "--dataplane" && i + 1 < argc) dataplane = argv[++i];
     else {
-      std::fprintf(stderr, "usage: bench_crypto [--quick] [--openssl-aes GBPS] [--openssl-chacha GBPS]\n");
+      std::fprintf(stderr, "usage: bench_crypto [--quick] [--openssl-aes GBPS] [--openssl-chacha GBPS] [--dataplane \"K=V ...\"]\n");
       return 2;
     }
   }
@@ -115,7 +121,18 @@ int main(int argc, char** argv) {
   line.num("chacha_vs_aes_encrypt_component", enc[1] / enc[0]);
   std::printf("\nauthentication only vs encryption: %.2fx (AES-GCM), %.2fx (ChaCha20-Poly1305); ChaCha20 vs AES-GCM %.2fx\n",
               auth[0] / enc[0], auth[1] / enc[1], enc[1] / enc[0]);
-  std::printf("(the dataplane figure auth_vs_plain_1500 needs the AEAD in the gateway's path: not built yet)\n");
+  std::printf("AES-128-GCM runs on %s here\n", Aead(Suite::kAes128Gcm, std::vector<uint8_t>(16, 1)).engine());
+  // The gateway's own figures: bench_seal's ratios (product path, both ends in one run).
+  std::istringstream kv(dataplane);
+  std::string item;
+  while (kv >> item) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    if (v == "true" || v == "false") line.boolean(k, v == "true");
+    else line.num(k, std::atof(v.c_str()));
+  }
+  line.str("aes_engine", Aead(Suite::kAes128Gcm, std::vector<uint8_t>(16, 1)).engine());
   line.print();
   return 0;
 }

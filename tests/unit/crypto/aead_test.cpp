@@ -3,7 +3,9 @@
 #include "crypto/aead.h"
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,46 @@ TEST(Aead, MatchesTheGcmSpecificationTestCase2) {
   ASSERT_TRUE(a.seal(Nonce{}, {}, text, Protection::kEncrypt, tag));
   EXPECT_EQ(text, unhex("0388dace60b6a392f328c2b971b2fe78"));
   EXPECT_EQ(std::vector<uint8_t>(tag.begin(), tag.end()), unhex("ab6e47d42cec13bdf53a67b21257bddf"));
+}
+
+// OpenSSL's EVP AES-128-GCM on the same input, as a peer built without ipsec-mb computes it.
+void evp_gcm(const std::vector<uint8_t>& key, const Nonce& n, const std::vector<uint8_t>& aad,
+             std::vector<uint8_t>& text, std::array<uint8_t, kTagLen>& tag) {
+  EVP_CIPHER_CTX* c = EVP_CIPHER_CTX_new();
+  int len = 0;
+  ASSERT_EQ(EVP_EncryptInit_ex(c, EVP_aes_128_gcm(), nullptr, key.data(), n.data()), 1);
+  if (!aad.empty()) ASSERT_EQ(EVP_EncryptUpdate(c, nullptr, &len, aad.data(), static_cast<int>(aad.size())), 1);
+  if (!text.empty()) ASSERT_EQ(EVP_EncryptUpdate(c, text.data(), &len, text.data(), static_cast<int>(text.size())), 1);
+  ASSERT_EQ(EVP_EncryptFinal_ex(c, tag.data(), &len), 1);
+  ASSERT_EQ(EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, kTagLen, tag.data()), 1);
+  EVP_CIPHER_CTX_free(c);
+}
+
+TEST(Aead, AesGcmGivesOpenSslsBytesWhicheverLibraryRunsIt) {
+  std::mt19937 rng(3);
+  const std::vector<uint8_t> key = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  Aead a(Suite::kAes128Gcm, key);
+  ASSERT_TRUE(a.ok());
+  std::printf("AES-128-GCM runs on %s\n", a.engine());
+  for (size_t len : {0u, 1u, 15u, 16u, 17u, 100u, 1392u, 1400u}) {
+    for (Protection p : {Protection::kEncrypt, Protection::kAuthOnly}) {
+      std::vector<uint8_t> msg(56 + len);
+      for (auto& b : msg) b = static_cast<uint8_t>(rng());
+      const Nonce n = make_nonce(rng());
+      std::vector<uint8_t> ours = msg;
+      std::array<uint8_t, kTagLen> tag{}, want_tag{};
+      ASSERT_TRUE(a.seal(n, std::span<const uint8_t>(ours).first(56), std::span<uint8_t>(ours).subspan(56), p, tag));
+      std::vector<uint8_t> ref_aad(msg.begin(), msg.begin() + (p == Protection::kAuthOnly ? msg.size() : 56));
+      std::vector<uint8_t> ref_text(msg.begin() + static_cast<long>(ref_aad.size()), msg.end());
+      evp_gcm(key, n, ref_aad, ref_text, want_tag);
+      std::vector<uint8_t> want = ref_aad;
+      want.insert(want.end(), ref_text.begin(), ref_text.end());
+      EXPECT_EQ(ours, want) << "length " << len;
+      EXPECT_EQ(tag, want_tag) << "length " << len;
+      ASSERT_TRUE(a.open(n, std::span<const uint8_t>(ours).first(56), std::span<uint8_t>(ours).subspan(56), p, tag));
+      EXPECT_EQ(ours, msg);
+    }
+  }
 }
 
 TEST(Aead, RefusesAKeyOfTheWrongLength) {
