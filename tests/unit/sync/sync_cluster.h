@@ -1,5 +1,6 @@
 // Test harness for SiteSync: N sites over an in-memory network with per-link 1 Gbit/s
-// serialisation, a propagation delay and seeded loss, driven by a fake clock.
+// serialisation, a propagation delay and seeded loss (optionally reordering, duplication,
+// corruption, and a Wire that seals and opens every packet), driven by a fake clock.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,7 +21,18 @@ struct Packet {
   uint64_t seq;
   int dst;
   std::vector<uint8_t> bytes;
+  int src = 0;
+  bool corrupted = false;
   bool operator>(const Packet& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+};
+
+// What the gateways do to a packet between them (lib/crypto in the property tests): seal at
+// the sender, open at the receiver (false: dropped there).
+class Wire {
+ public:
+  virtual ~Wire() = default;
+  virtual void seal(int src, int dst, std::vector<uint8_t>& b) = 0;
+  virtual bool open(int src, int dst, std::vector<uint8_t>& b) = 0;
 };
 
 // Delivers every packet after `delay` (plus serialisation at `bytes_per_ns`), dropping a seeded fraction.
@@ -45,13 +57,31 @@ class Net {
   void enqueue(int src, int dst, std::vector<uint8_t> b) {
     ++sent_;
     bytes_ += b.size();
+    if (wire_) wire_->seal(src, dst, b);
     if (dead_.count(dst) || rng_.chance(loss_)) return;
     // Per directed link: 1 Gbit/s serialisation, then the propagation delay.
     Nanos& free_at = link_free_[{src, dst}];
     const Nanos start = std::max(now_, free_at);
     free_at = start + static_cast<Nanos>(b.size() * 8);  // 1 bit per ns
-    q_.push(Packet{free_at + delay_, seq_++, dst, std::move(b)});
+    const int copies = dup_ > 0 && rng_.chance(dup_) ? 2 : 1;  // no draw when off: older tests keep their sequence
+    for (int c = 0; c < copies; ++c) {
+      Packet p{free_at + delay_, seq_++, dst, b, src};
+      if (reorder_ > 0 && rng_.chance(reorder_)) p.at += static_cast<Nanos>(rng_.uniform() * 2 * static_cast<double>(delay_));
+      if (corrupt_ > 0 && !p.bytes.empty() && rng_.chance(corrupt_)) {
+        p.bytes[rng_.below(static_cast<uint32_t>(p.bytes.size()))] ^= static_cast<uint8_t>(1 + rng_.below(255));
+        p.corrupted = true;
+        ++corrupted_;
+      }
+      duplicated_ += c;
+      q_.push(std::move(p));
+    }
+    peak_queue_ = std::max(peak_queue_, q_.size());
   }
+  // Off unless a test sets them.
+  double reorder_ = 0, dup_ = 0, corrupt_ = 0;
+  Wire* wire_ = nullptr;
+  uint64_t corrupted_ = 0, duplicated_ = 0, refused_ = 0, corrupted_opened_ = 0;
+  size_t peak_queue_ = 0;
 
   Nanos now_ = 0;
   int n_;
@@ -148,6 +178,11 @@ struct Cluster {
       while (!net.q_.empty() && net.q_.top().at <= net.now_) {
         Packet p = net.q_.top();
         net.q_.pop();
+        if (net.wire_ && !net.wire_->open(p.src, p.dst, p.bytes)) {
+          ++net.refused_;
+          continue;
+        }
+        net.corrupted_opened_ += p.corrupted;  // without a Wire, corruption reaches the parser
         sites[p.dst]->on_packet(p.bytes, net.now_, *ports[p.dst]);
       }
     }
