@@ -97,24 +97,55 @@ void RxSession::advance() {
 }
 
 OpenVerdict RxSession::trial(uint32_t epoch, uint64_t seq, std::span<uint8_t> msg, size_t aad_len) {
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::steady_clock::now().time_since_epoch())
-                             .count();
-  if (now_ms - last_trial_ms_ < static_cast<int64_t>(cfg_.trial_interval_ms)) return OpenVerdict::kUnknownEpoch;
-  last_trial_ms_ = now_ms;
-  ++trials_;
-  Slot s = make(epoch);
-  if (!s.valid) return OpenVerdict::kBadTag;
   const size_t body = msg.size() - kTrailerLen;
   const uint8_t* t = msg.data() + body;
   std::span<const uint8_t> aad(msg.data(), aad_len);
   std::span<uint8_t> text(msg.data() + aad_len, body - aad_len);
-  if (!s.aead->open(make_nonce(seq), aad, text, cfg_.protection, std::span<const uint8_t, kTagLen>(t + kSeqLen, kTagLen)))
-    return OpenVerdict::kBadTag;
-  slots_[0] = Slot{};
-  slots_[1] = std::move(s);
-  slots_[2] = make(epoch + 1);
-  return OpenVerdict::kOk;
+  auto try_candidate = [&](Candidate& c) {
+    if (!c.slot.aead->open(make_nonce(seq), aad, text, cfg_.protection, std::span<const uint8_t, kTagLen>(t + kSeqLen, kTagLen))) {
+      ++c.failures;  // the candidate failing most is the first replaced
+      return OpenVerdict::kBadTag;
+    }
+    slots_[0] = Slot{};
+    slots_[1] = std::move(c.slot);
+    slots_[2] = make(epoch + 1);
+    for (auto& x : candidates_) x = Candidate{};
+    claims_.fill(Claim{});
+    return OpenVerdict::kOk;
+  };
+  for (auto& c : candidates_)
+    if (c.slot.valid && c.slot.epoch == epoch) return try_candidate(c);
+  // Tally the claim (the least claimed entry makes room).
+  Claim* claim = nullptr;
+  for (auto& c : claims_)
+    if (c.count && c.epoch == epoch) claim = &c;
+  if (!claim) {
+    claim = &claims_[0];
+    for (auto& c : claims_)
+      if (c.count < claim->count) claim = &c;
+    *claim = Claim{epoch, 0};
+  }
+  ++claim->count;
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  if (now_ms - last_trial_ms_ < static_cast<int64_t>(cfg_.trial_interval_ms)) return OpenVerdict::kUnknownEpoch;
+  // Derive the most claimed epoch without a candidate (claims are tallied only for those); it
+  // replaces an empty candidate, else the one that failed most. A fixed forged epoch thus
+  // holds at most one candidate while the real epoch, claimed by every real packet, gets the
+  // other at the next interval.
+  Claim* best = &claims_[0];
+  for (auto& c : claims_)
+    if (c.count > best->count) best = &c;
+  last_trial_ms_ = now_ms;
+  ++trials_;
+  Candidate* slot = &candidates_[0];
+  for (auto& c : candidates_)
+    if (!c.slot.valid || c.failures > slot->failures) slot = &c;
+  *slot = Candidate{make(best->epoch), 0};
+  *best = Claim{};
+  if (!slot->slot.valid) return OpenVerdict::kBadTag;
+  return slot->slot.epoch == epoch ? try_candidate(*slot) : OpenVerdict::kUnknownEpoch;
 }
 
 OpenVerdict RxSession::open(std::span<uint8_t> msg, size_t aad_len, size_t* len) {

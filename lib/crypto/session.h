@@ -13,9 +13,11 @@
 // Restarts: a restarted sender must never seal again under an (epoch, packet number) it used
 // before, so it starts at boot_epoch() of the wall clock, past every epoch an earlier run can
 // have reached. A receiver meets an epoch beyond its next one (a restarted or long-silent
-// sender, or its own first packet) by deriving that epoch's key and trying it -- at most once
-// per kTrialIntervalMs, so forged epochs cannot make it derive keys at line rate -- and moves
-// there only if the tag verifies. It never goes back to an older epoch.
+// sender, or its own first packet) by deriving that epoch's key -- a candidate -- and moves
+// there once a packet verifies under it. It never goes back to an older epoch. Floods of
+// forged epochs cannot make it derive keys at line rate nor keep the real epoch out: unknown
+// epochs are tallied by how many packets claim them, and at most once per trial_interval_ms
+// the most claimed one becomes a candidate (two are kept; the one failing most is replaced).
 //
 // Owner: one thread each. seal/open allocate nothing; an epoch switch or trial derives a key
 // (HKDF inside OpenSSL allocates) once per rekey_after packets or trial interval.
@@ -109,7 +111,7 @@ class RxSession {
   bool synced() const { return slots_[1].valid; }
   // Moves to `epoch` now (its key derived): older epochs are forgotten.
   void resync(uint32_t epoch);
-  uint64_t trials() const { return trials_; }
+  uint64_t trials() const { return trials_; }  // candidate keys derived
 
  private:
   struct Slot {
@@ -120,14 +122,26 @@ class RxSession {
   };
   Slot make(uint32_t epoch) const;
   void advance();  // next becomes current
-  // An epoch past the next one: derive its key and try it (rate-limited: kUnknownEpoch).
+  // An epoch past the next one: tried under a candidate key if one is derived for it, else
+  // tallied (kUnknownEpoch) and maybe derived now.
   OpenVerdict trial(uint32_t epoch, uint64_t seq, std::span<uint8_t> msg, size_t aad_len);
+  struct Candidate {
+    Slot slot;
+    uint32_t failures = 0;
+  };
+  struct Claim {
+    uint32_t epoch = 0;
+    uint32_t count = 0;
+  };
+
 
   std::vector<uint8_t> secret_;
   SessionConfig cfg_;
   std::array<Slot, 3> slots_;  // previous, current, next
   int64_t last_trial_ms_ = INT64_MIN / 2;
   uint64_t trials_ = 0;
+  std::array<Candidate, 2> candidates_;
+  std::array<Claim, 8> claims_{};
 };
 
 }  // namespace sg::crypto

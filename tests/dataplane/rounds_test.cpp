@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <memory>
 
 #include "common/rng.h"
@@ -24,6 +25,7 @@
 #include "dataplane/policy_slot.h"
 #include "dataplane/ports.h"
 #include "eal_env.h"
+#include "junk_flood.h"
 #include "wire/frame.h"
 #include "wire/ltp_codec.h"
 
@@ -242,6 +244,9 @@ struct Testbed {
     }
   }
 
+  // Called after every pass over the engines (a flood injector, a fault).
+  std::function<void()> between_polls;
+
   // Polls the three engines in turn on this thread until every job finished (bounded).
   bool run(std::chrono::seconds limit) {
     const auto end = std::chrono::steady_clock::now() + limit;
@@ -256,6 +261,7 @@ struct Testbed {
         s.engine->flush_st();
         all &= s.job->finished();
       }
+      if (between_polls) between_polls();
       if (all) return true;
     }
     return false;
@@ -658,6 +664,43 @@ TEST(GatewayRounds, ForgedReplayedAndWrongKeyFramesNeverReachTheJob) {
   EXPECT_EQ(c.data_rx.get() + c.ack_rx.get() + c.close_rx.get(), delivered_before) << "nothing reached the job";
   EXPECT_EQ(s.job->counters().rounds.get(), rounds_before);
   for (auto& site : tb.sites) EXPECT_EQ(site.job->counters().values_exact.get(), site.job->counters().values_checked.get());
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
+}
+
+TEST(GatewayRounds, AJunkFloodDuringTheRoundsIsDroppedAndCountedAndChangesNoResult) {
+  Testbed tb("j", 0.0, 3, 256 * 1024);
+  Site& s = tb.sites[0];
+  test::JunkTarget t;
+  std::copy(s.ports[0].mac.addr_bytes, s.ports[0].mac.addr_bytes + 6, t.mac.begin());
+  t.ipv4 = s.ports[0].ipv4;
+  t.peer_ipv4 = 0x0a000002;  // site 2, whose frames arrive on port 0
+  t.peer_node = 2;
+  t.epoch = security_of(s.cfg).first_epoch;
+  test::JunkFlood flood(tb.pool, t, 11);
+  uint64_t injected = 0;
+  tb.between_polls = [&] {
+    rte_mbuf* junk[16];
+    const uint16_t n = flood.make(junk, 16);
+    injected += n;
+    s.handler->on_rx_st(*s.engine, 0, junk, n, rte_rdtsc());
+    s.engine->flush_st();
+  };
+  ASSERT_TRUE(tb.run(std::chrono::seconds(60)));
+  tb.between_polls = nullptr;
+  ASSERT_GT(injected, 1000u);
+  const auto& c = s.handler->ltp();
+  auto count = [&](AuthDrop d) { return c.auth_drops[static_cast<size_t>(d)].get(); };
+  EXPECT_EQ(count(AuthDrop::kUnsealed), flood.made[1]);
+  EXPECT_EQ(count(AuthDrop::kBadTag) + count(AuthDrop::kUnknownEpoch), flood.made[2]) << "forged tags";
+  EXPECT_EQ(count(AuthDrop::kUnknownSource), flood.made[3]);
+  // Every junk frame was dropped and counted somewhere (random bytes by the frame checks).
+  EXPECT_EQ(s.engine->counters().total_drops(), injected);
+  for (auto& site : tb.sites) {
+    EXPECT_EQ(site.job->counters().rounds.get(), 3u);
+    EXPECT_EQ(site.job->counters().values_exact.get(), site.job->counters().values_checked.get()) << site.cfg.site.name;
+    EXPECT_EQ(site.job->counters().timeouts.get(), 0u);
+  }
   tb.shutdown();
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
 }

@@ -5,7 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <random>
+#include <thread>
+
+#include "common/rng.h"
 #include <vector>
 
 namespace sg::crypto {
@@ -146,6 +151,42 @@ TEST(Session, ForgedFutureEpochsNeitherMoveTheReceiverNorCostAKeyEach) {
   EXPECT_EQ(x.rx.trials(), before) << "within the trial interval nothing is derived";
   EXPECT_EQ(x.rx.epoch(), 0u);
   EXPECT_EQ(x.open(x.sealed(200), 200), OpenVerdict::kOk);
+}
+
+TEST(Session, AFloodOfForgedEpochsCannotKeepTheRealOneOut) {
+  // A receiver meeting a sender for the first time (or after its restart) while forged
+  // packets outnumber real ones 20 to 1: some claim the real epoch with bad tags, some a
+  // fixed bogus epoch, some random epochs. The real epoch is taken within a few real packets.
+  SessionConfig c;
+  c.first_epoch = 5000;
+  c.trial_interval_ms = 1;  // one derivation per batch below (each starts after a 2 ms pause)
+  Pair x(c);
+  Rng rng(9);
+  int accepted_at = -1;
+  for (int real = 0; real < 20; ++real) {
+    // The interval has passed, and a forged packet comes first: it, not the real one, meets
+    // the chance to derive a key.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (int k = 0; k < 20; ++k) {
+      const int kind = (k + 2) % 3;
+      auto f = x.sealed(1000 + static_cast<uint32_t>(real * 20 + k));
+      const size_t tr = f.size() - kTrailerLen;
+      if (kind == 0) f[tr + 12] ^= 0xff;                                         // real epoch, bad tag
+      else if (kind == 1) f[tr] = 0x7e;                                          // one bogus epoch
+      else for (int b = 0; b < 4; ++b) f[tr + b] = static_cast<uint8_t>(rng.next());  // random epochs
+      size_t len;
+      EXPECT_NE(x.rx.open(f, kHead, &len), OpenVerdict::kOk);
+    }
+    if (x.open(x.sealed(static_cast<uint32_t>(real)), static_cast<uint32_t>(real)) == OpenVerdict::kOk) {
+      if (accepted_at < 0) accepted_at = real;
+    } else {
+      EXPECT_LT(accepted_at, 0) << "once in, every real packet is accepted";
+    }
+  }
+  ASSERT_GE(accepted_at, 0) << "the real epoch was never taken";
+  std::printf("real epoch taken at real packet %d (forged ones first each time)\n", accepted_at);
+  EXPECT_LE(accepted_at, 5);
+  EXPECT_EQ(x.rx.epoch(), 5000u);
 }
 
 TEST(Session, LanesShareTheKeyButNotTheNumbersOrTheWindow) {
