@@ -17,6 +17,7 @@
 #include "dataplane/ltp_tx.h"
 #include "dataplane/ports.h"
 #include "dataplane/shaper.h"
+#include "junk_flood.h"
 
 namespace sg::dp {
 namespace {
@@ -150,6 +151,19 @@ PairResult run_gateway_pair(rte_mempool* pool, const PairOptions& o, uint64_t mo
   }
 
   PairResult r;
+  std::unique_ptr<test::JunkFlood> flood;
+  if (o.flood_per_frame > 0) {
+    test::JunkTarget t;
+    std::copy(sites[0].ports[0].mac.addr_bytes, sites[0].ports[0].mac.addr_bytes + 6, t.mac.begin());
+    t.ipv4 = sites[0].ports[0].ipv4;
+    t.peer_ipv4 = sites[0].cfg.peers[0].address.host_order;
+    t.peer_node = sites[0].cfg.peers[0].id;
+    t.epoch = o.security ? o.security->first_epoch : 0;
+    t.payload = static_cast<uint16_t>(o.chunk_bytes);
+    flood = std::make_unique<test::JunkFlood>(pool, t, 1234);
+  }
+  uint64_t seen_rx = 0;
+  double owed = 0;
   auto t_first = std::chrono::steady_clock::now();
   bool warm = false;
   const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -163,6 +177,20 @@ PairResult run_gateway_pair(rte_mempool* pool, const PairOptions& o, uint64_t mo
         e->flush_st();
       }
       all &= s.job->finished();
+    }
+    if (flood) {
+      // As many junk frames as the first gateway received real ones since the last pass.
+      const uint64_t rx = sites[0].engine->counters().rx_packets.get();
+      owed += o.flood_per_frame * static_cast<double>(rx - seen_rx);
+      seen_rx = rx;
+      while (owed >= 1) {
+        rte_mbuf* junk[32];
+        const uint16_t n = flood->make(junk, static_cast<uint16_t>(std::min(owed, 32.0)));
+        if (n == 0) break;
+        r.junk += n;
+        owed -= n;
+        sites[0].handler->on_rx_st(*sites[0].engine, 0, junk, n, rte_rdtsc());
+      }
     }
     if (!warm && sites[0].job->counters().rounds.get() >= 1 && sites[1].job->counters().rounds.get() >= 1) {
       warm = true;  // the first round is warm-up (rate controller from its initial rate)
@@ -187,6 +215,10 @@ PairResult run_gateway_pair(rte_mempool* pool, const PairOptions& o, uint64_t mo
     r.packets += s.engine->counters().rx_packets.get();
     r.opened += s.handler->ltp().opened.get();
     r.auth_refused += s.engine->counters().drops[static_cast<size_t>(Drop::kUnauthenticated)].get();
+    if (&s == &sites[0]) {
+      r.junk_dropped = s.engine->counters().total_drops();
+      r.bad_tags = s.handler->ltp().auth_drops[static_cast<size_t>(AuthDrop::kBadTag)].get();
+    }
     s.shaped->on_stop_st(*s.engine);
     s.engine->flush_st();
     for (size_t q = 0; q < s.tx_engines.size(); ++q) {  // after engine 0, their rings' producer

@@ -30,6 +30,9 @@ struct PairOptions {
   std::optional<crypto::PeerSecurity> security;
   // Called with each site's sprayer before the first round.
   std::function<void(Sprayer&, uint16_t peer, int lanes)> spray_setup;
+  // Junk frames (tests/support/junk_flood.h: random bytes, unsealed, forged tags, unknown
+  // sources) injected into the first gateway per frame it received from its peer; 0: none.
+  double flood_per_frame = 0;
 };
 
 struct PairResult {
@@ -41,6 +44,9 @@ struct PairResult {
   bool pool_full = false;
   uint64_t shaper_drops = 0;
   uint64_t data_tx = 0, retransmits = 0, opened = 0, auth_refused = 0;
+  uint64_t junk = 0;        // junk frames injected
+  uint64_t junk_dropped = 0;  // frames the first gateway dropped (every junk frame must be)
+  uint64_t bad_tags = 0;      // ... of them, forged tags it checked and refused (the costly kind)
 };
 
 // Builds the pair, runs `rounds` rounds of `model_bytes` (the first is warm-up), tears down.

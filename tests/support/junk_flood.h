@@ -5,13 +5,16 @@
 //   2  a DATA from a peer's address that looks sealed with the right epoch and lane and a
 //      fresh packet number, with a forged tag (the expensive kind: a full tag check each)
 //   3  a sealed-looking DATA from an address that is no peer (refused before any check)
-// Frames are built into mbufs from `pool`; the caller hands them to the gateway.
+// 64 frames of each kind are made up front (an attacker's cost is not the gateway's); each
+// call copies them into fresh mbufs from `pool`, and the caller hands those to the gateway.
+// A forged tag never authenticates, so its packet number stays fresh however often it comes.
 #pragma once
 
 #include <rte_mbuf.h>
 
 #include <array>
 #include <cstring>
+#include <vector>
 
 #include "common/rng.h"
 #include "wire/frame.h"
@@ -33,7 +36,10 @@ struct JunkTarget {
 
 class JunkFlood {
  public:
-  JunkFlood(rte_mempool* pool, const JunkTarget& t, uint64_t seed) : pool_(pool), t_(t), rng_(seed) {}
+  JunkFlood(rte_mempool* pool, const JunkTarget& t, uint64_t seed) : pool_(pool), t_(t), rng_(seed) {
+    for (int kind = 0; kind < 4; ++kind)
+      for (int i = 0; i < kTemplates; ++i) templates_[kind].push_back(build(kind));
+  }
 
   // Up to n frames, the kinds in turn; fewer if the pool runs dry.
   uint16_t make(rte_mbuf** out, uint16_t n) {
@@ -41,8 +47,15 @@ class JunkFlood {
     for (; k < n; ++k) {
       rte_mbuf* m = rte_pktmbuf_alloc(pool_);
       if (!m) break;
-      const int kind = static_cast<int>(next_++ % 4);
-      build(m, kind);
+      const uint64_t i = next_++;
+      const int kind = static_cast<int>(i % 4);
+      const auto& f = templates_[kind][(i / 4) % kTemplates];
+      auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())));
+      if (!p) {
+        rte_pktmbuf_free(m);
+        break;
+      }
+      std::memcpy(p, f.data(), f.size());
       ++made[kind];
       out[k] = m;
     }
@@ -51,7 +64,9 @@ class JunkFlood {
   uint64_t made[4] = {0, 0, 0, 0};
 
  private:
-  void build(rte_mbuf* m, int kind) {
+  static constexpr int kTemplates = 64;
+
+  std::vector<uint8_t> build(int kind) {
     wire::UdpFrameSpec spec;
     std::copy(t_.mac.begin(), t_.mac.end(), spec.eth.dst.begin());
     spec.eth.src = {0x02, 0xee, 0, 0, 0, 1};
@@ -60,14 +75,15 @@ class JunkFlood {
     spec.udp = wire::UdpSpec{40000, t_.udp_port, wire::L4Checksum::kNone};
     const size_t hr = wire::udp_frame_headroom(spec);
     const size_t msg = sizeof(wire::DataHeader) + t_.payload + (kind == 1 ? 0 : wire::kAuthTrailerLen);
-    auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(hr + msg)));
+    std::vector<uint8_t> frame(hr + msg);
+    uint8_t* p = frame.data();
     if (kind == 0) {
       for (size_t i = 0; i < hr + msg; i += 8) {
         const uint64_t r = rng_.next();
         std::memcpy(p + i, &r, std::min<size_t>(8, hr + msg - i));
       }
       std::copy(t_.mac.begin(), t_.mac.end(), p);
-      return;
+      return frame;
     }
     wire::DataFields f;
     f.src_node = t_.peer_node;
@@ -85,7 +101,7 @@ class JunkFlood {
     if (kind != 1) {
       // Trailer: the peer's epoch and lane, a packet number far ahead of any real one.
       uint8_t* tr = p + hr + msg - wire::kAuthTrailerLen;
-      const uint32_t pn = 0xf00000u + static_cast<uint32_t>(next_ % 0x0fffff);
+      const uint32_t pn = 0xf00000u + static_cast<uint32_t>(rng_.below(0x0fffff));
       const be32 e(t_.epoch);
       std::memcpy(tr, &e, 4);
       tr[4] = t_.lane;
@@ -94,12 +110,14 @@ class JunkFlood {
       tr[7] = static_cast<uint8_t>(pn);
     }
     (void)wire::finish_udp_frame(std::span<uint8_t>(p, hr + msg), spec, msg);
+    return frame;
   }
 
   rte_mempool* pool_;
   JunkTarget t_;
   Rng rng_;
   uint64_t next_ = 0;
+  std::array<std::vector<std::vector<uint8_t>>, 4> templates_;
 };
 
 }  // namespace sg::test
