@@ -299,7 +299,7 @@ void Gateway::drain_samples() {
 void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  auto last_print = t0, last_key_check = t0;
+  auto last_print = t0, last_key_check = t0, last_key_warning = t0 - std::chrono::hours(1);
   Totals before = totals(), key_check = before;
   // With a job the policy agent approves rounds: tick every millisecond so rounds never wait long.
   const auto tick = agent_ ? std::chrono::milliseconds(1)
@@ -317,16 +317,20 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
       before = t;
       last_print = now;
     }
-    if (security_.on() && now - last_key_check >= std::chrono::seconds(5)) {
+    if (security_.on() && now - last_key_check >= std::chrono::seconds(1)) {
       // Packets from peers that all fail their tags while none opens: the key files differ
-      // (or someone forges traffic). Said once per 5 s, with what operators compare.
+      // (or someone forges traffic). Checked each second, said at most every 10 s, with what
+      // operators compare.
       const Totals t = totals();
       const uint64_t bad = t.auth_drops[static_cast<size_t>(dp::AuthDrop::kBadTag)] -
                            key_check.auth_drops[static_cast<size_t>(dp::AuthDrop::kBadTag)];
-      if (bad > 0 && t.opened == key_check.opened)
-        SG_LOG(WARNING, control, "%s: %llu packets from peers failed authentication in 5 s and none passed: do the "
-                                 "key files match? this site's key fingerprint is %s (compare it with the peers' logs)\n",
+      if (bad > 0 && t.opened == key_check.opened && now - last_key_warning >= std::chrono::seconds(10)) {
+        SG_LOG(WARNING, control, "%s: %llu packets from peers failed authentication in the last second and none "
+                                 "passed: do the key files match? this site's key fingerprint is %s (compare it "
+                                 "with the peers' logs)\n",
                cfg_.source.c_str(), (unsigned long long)bad, crypto::fingerprint(security_.params.secret).c_str());
+        last_key_warning = now;
+      }
       key_check = t;
       last_key_check = now;
     }

@@ -3,15 +3,17 @@
 # opens; the site that receives the other's packets counts them as forged (auth bad_tag) and
 # says within seconds that the key files may not match (with its key's fingerprint); both
 # finish their rounds by timeout with no value taken from the other, and return every mbuf.
+# The two end 2 s apart (different round timeouts): processes on one memif pair that stop at
+# the same instant have crashed in the memif PMD under ASan once here (1 run in 12).
 #   wrong_key_test.sh STORMGATE_BINARY
 set -uo pipefail
 BIN="$1"
-tmp="$(mktemp -d)"
+tmp="$(mktemp -d)"; [[ -n "${KEEP:-}" ]] && echo "logs in $tmp"
 sock="/run/sg-wk-$$.sock"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  rm -rf "$tmp" "$sock" /var/run/dpdk/sgwk$$-a /var/run/dpdk/sgwk$$-b
+  [[ -n "${KEEP:-}" ]] || rm -rf "$tmp"; rm -rf "$sock" /var/run/dpdk/sgwk$$-a /var/run/dpdk/sgwk$$-b
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; for s in a b; do echo "--- $s"; tail -8 "$tmp/$s.log"; done; exit 1; }
@@ -27,7 +29,7 @@ peers:
   - {id: $peer, name: site-x, address: 10.89.0.$peer}
 telemetry: {stats_interval_ms: 0, pdump: false}
 dataplane: {mbufs: 4095}
-job: {model_bytes: 200000, rounds: 2, round_timeout_ms: 3500}
+job: {model_bytes: 200000, rounds: 2, round_timeout_ms: $((me == 1 ? 3500 : 2500))}
 security: {key_file: $tmp/$s.key}
 YAML
 done
