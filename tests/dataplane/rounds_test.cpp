@@ -46,8 +46,9 @@ class LossyHandler final : public PacketHandler {
   void on_rx_st(EngineIo& io, uint16_t port, rte_mbuf** pkts, uint16_t n, uint64_t now) override {
     rte_mbuf* keep[512];
     uint16_t k = 0;
+    const bool dark = port == blackhole_port && std::chrono::steady_clock::now() < blackhole_until;
     for (uint16_t i = 0; i < n; ++i) {
-      if (drop_round_data(pkts[i]) || rng_.chance(loss_)) {
+      if (dark || drop_round_data(pkts[i]) || rng_.chance(loss_)) {
         rte_pktmbuf_free(pkts[i]);
         ++dropped;
       } else {
@@ -58,6 +59,9 @@ class LossyHandler final : public PacketHandler {
       captured.push_back(rte_pktmbuf_copy(keep[i], io.pool(), 0, UINT32_MAX));
     if (k) inner_.on_rx_st(io, port, keep, k, now);
   }
+  // Everything arriving on port `blackhole_port` is lost until `blackhole_until`.
+  int blackhole_port = -1;
+  std::chrono::steady_clock::time_point blackhole_until{};
   // Copies of the first `capture` frames that reach the gateway on port 0 (the test owns them).
   size_t capture = 0;
   std::vector<rte_mbuf*> captured;
@@ -700,6 +704,45 @@ TEST(GatewayRounds, AJunkFloodDuringTheRoundsIsDroppedAndCountedAndChangesNoResu
     EXPECT_EQ(site.job->counters().rounds.get(), 3u);
     EXPECT_EQ(site.job->counters().values_exact.get(), site.job->counters().values_checked.get()) << site.cfg.site.name;
     EXPECT_EQ(site.job->counters().timeouts.get(), 0u);
+  }
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
+}
+
+TEST(GatewayRounds, ALinkDarkForTwoSecondsMidTrainingAndTheRoundsGoOn) {
+  // Sites 0 and 1 lose everything between them, both ways, for 2 s from the moment site 0
+  // finished round 1; rounds time out only after 20 s. The transfers on that link stall and
+  // resume; every round finishes at every site without a timeout and Early Close fills at
+  // most its bound.
+  Testbed tb("bh", 0.0, 4, 256 * 1024);
+  bool started = false;
+  uint64_t dropped_before = 0;
+  tb.between_polls = [&] {
+    if (started || tb.sites[0].job->counters().rounds.get() < 1) return;
+    started = true;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (int i : {0, 1}) {
+      tb.sites[i].lossy->blackhole_port = 0;  // site 0's port to site 1, site 1's port to site 0
+      tb.sites[i].lossy->blackhole_until = until;
+      dropped_before += tb.sites[i].lossy->dropped;
+    }
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(tb.run(std::chrono::seconds(90)));
+  ASSERT_TRUE(started);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << "the outage lasted";
+  EXPECT_GT(tb.sites[0].lossy->dropped + tb.sites[1].lossy->dropped, dropped_before) << "frames were lost in the dark";
+  for (auto& s : tb.sites) {
+    const auto& c = s.job->counters();
+    EXPECT_EQ(c.rounds.get(), 4u) << s.cfg.site.name;
+    EXPECT_EQ(c.timeouts.get(), 0u) << s.cfg.site.name;
+    std::printf("%s: %llu of %llu values exact, bubbles up %llu down %llu, early closes %llu, retransmits %llu\n",
+                s.cfg.site.name.c_str(), (unsigned long long)c.values_exact.get(), (unsigned long long)c.values_checked.get(),
+                (unsigned long long)c.up_bubbles.get(), (unsigned long long)c.down_bubbles.get(),
+                (unsigned long long)c.early_closes.get(), (unsigned long long)c.retransmits.get());
+    // Early Close never fills more than 1 - min_fraction (5%) of a transfer.
+    EXPECT_GE(static_cast<double>(c.values_exact.get()), 0.95 * static_cast<double>(c.values_checked.get()))
+        << s.cfg.site.name;
   }
   tb.shutdown();
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
