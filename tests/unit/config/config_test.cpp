@@ -357,8 +357,12 @@ TEST(ConfigSecurity, PeersWithoutAKeyFileIsOneClearError) {
   const ConfigError& e = missing.errors[0];
   EXPECT_EQ(e.key_path, "security.key_file");
   EXPECT_NE(e.expected.find("security.mode: plain"), std::string::npos) << e.to_string();
+  EXPECT_EQ(e.found, "nothing");
   // Plain mode must be asked for; no peers need no key.
-  EXPECT_TRUE(load_config_text(std::string(kTwoSites) + "security: {mode: plain}\n", "t.yaml").config);
+  LoadResult plain = load_config_text(std::string(kTwoSites) + "security: {mode: plain}\n", "t.yaml");
+  ASSERT_TRUE(plain.config) << all_errors(plain);
+  EXPECT_EQ(plain.config->security.mode, SecurityMode::kPlain);
+  EXPECT_TRUE(plain.config->security.key_file.empty());
   EXPECT_TRUE(load_config_text("site: {id: 1, name: a}\nports:\n  - {name: p0, vdev: net_ring0, ipv4: 10.0.0.1}\n",
                                "t.yaml").config);
 }
@@ -366,7 +370,10 @@ TEST(ConfigSecurity, PeersWithoutAKeyFileIsOneClearError) {
 TEST(ConfigSecurity, BadValuesAreRefusedByName) {
   ConfigError suite = one_error(std::string(kTwoSites) + "security: {key_file: /k, suite: aes-256-cbc}\n");
   EXPECT_EQ(suite.key_path, "security.suite");
-  EXPECT_NE(suite.expected.find("chacha20-poly1305"), std::string::npos);
+  EXPECT_NE(suite.expected.find("aes-128-gcm"), std::string::npos) << suite.to_string();
+  EXPECT_NE(suite.expected.find("chacha20-poly1305"), std::string::npos) << suite.to_string();
+  ConfigError protection = one_error(std::string(kTwoSites) + "security: {key_file: /k, protection: none}\n");
+  EXPECT_EQ(protection.key_path, "security.protection");
   ConfigError window = one_error(std::string(kTwoSites) + "security: {key_file: /k, replay_window: 1000}\n");
   EXPECT_EQ(window.key_path, "security.replay_window");
   ConfigError rekey = one_error(std::string(kTwoSites) + "security: {key_file: /k, rekey_after_packets: 9000000}\n");
@@ -381,6 +388,10 @@ TEST(ConfigSecurity, ARelativeKeyFileIsFoundNextToTheConfig) {
   LoadResult r = load_config_file(path);
   ASSERT_TRUE(r.config) << all_errors(r);
   EXPECT_EQ(r.config->security.key_file, std::string(dir) + "/keys/wan.key");
+  // From text there is no file to be next to: the path stays as written.
+  LoadResult t = load_config_text(std::string(kTwoSites) + "security: {key_file: keys/wan.key}\n", "t.yaml");
+  ASSERT_TRUE(t.config) << all_errors(t);
+  EXPECT_EQ(t.config->security.key_file, "keys/wan.key");
   std::remove(path.c_str());
   rmdir(dir);
 }
@@ -444,7 +455,9 @@ TEST(ConfigDocs, EveryKeyTheLoaderReadsIsDocumentedAndNoOther) {
     const bool is_section = std::any_of(loaded.begin(), loaded.end(), [&](const std::string& o) {
       return o.size() > k.size() && o.compare(0, k.size() + 1, k + ".") == 0;
     });
-    if (!is_section) EXPECT_TRUE(documented.count(k)) << k << " is read by the loader but not documented";
+    if (!is_section) {
+      EXPECT_TRUE(documented.count(k)) << k << " is read by the loader but not documented";
+    }
   }
   for (const auto& k : documented) EXPECT_TRUE(loaded.count(k)) << k << " is documented but the loader never reads it";
 }
