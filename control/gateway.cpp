@@ -7,10 +7,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <thread>
 
 #include "control/telemetry.h"
 #include "crypto/keys.h"
+#include "crypto/session.h"
 #include "dataplane/log.h"
 #include "dataplane/mbuf_ring.h"
 
@@ -138,11 +140,18 @@ bool Gateway::start() {
       return false;
     }
     if (!cfg_.peers.empty()) {
+      // Every start is treated as a restart (lib/policy): the gateway learns the cluster's
+      // policy state from its peers before its first round, so one that crashed and came
+      // back rejoins at the cluster's round under the policy in force, and a cluster that
+      // starts together agrees on the initial plan in one exchange. The incarnation grows
+      // with the start time (the key epoch's clock when sealed).
+      uint64_t incarnation = security_.params.first_epoch;
+      if (incarnation == 0) incarnation = crypto::boot_epoch(static_cast<uint64_t>(std::time(nullptr)));
       agent_ = std::make_unique<PolicyAgent>(cfg_, plan_, pool_, ports_, nbrs_, routes_, ctl_in_, ctl_out_,
-                                             *policy_slot_);
+                                             *policy_slot_, incarnation);
       handlers_[0]->attach_control(ctl_in_, ctl_out_);
       if (security_.on()) agent_->set_sealer(security_.control.get());
-      job_->set_gate(&agent_->approved_through());  // the lead begins every round
+      job_->set_gate(&agent_->approved_through(), &agent_->rejoin_round());  // the lead begins every round
     }
   }
   launch_.resize(workers);
@@ -268,7 +277,8 @@ void Gateway::drain_samples() {
   const Nanos now = handlers_.empty() ? 0 : handlers_[0]->now_ns(rte_rdtsc());
   uint64_t total = 0;
   const std::vector<uint64_t> sent = bytes_sent_to(total);
-  agent_->tick(now, static_cast<uint32_t>(job_->counters().last_round.load()), sent, total);
+  agent_->tick(now, static_cast<uint32_t>(job_->counters().last_round.load()), sent, total,
+               job_->counters().wanted_round.load(std::memory_order_relaxed));
   const uint32_t v = static_cast<uint32_t>(agent_->active_version() + 1);
   const auto sites = dp::job_sites(cfg_);
   int self = 0;

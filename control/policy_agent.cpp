@@ -2,6 +2,8 @@
 
 #include <rte_mbuf.h>
 
+#include <algorithm>
+
 #include "dataplane/log.h"
 #include "dataplane/mbuf_ring.h"
 #include "wire/frame.h"
@@ -33,11 +35,19 @@ class PolicyAgent::FrameIo final : public dp::EngineIo {
   dp::EngineCounters counters_;
 };
 
+namespace {
+controller::ControlPlaneConfig plane_config(const config::GatewayConfig& cfg, uint64_t incarnation) {
+  controller::ControlPlaneConfig c = controller::control_plane_config(cfg);
+  c.incarnation = incarnation;
+  return c;
+}
+}  // namespace
+
 PolicyAgent::PolicyAgent(const config::GatewayConfig& cfg, const topo::Plan& initial, rte_mempool* pool,
                          const std::vector<dp::Port>& ports, const dp::Neighbours& nbrs,
                          const std::vector<dp::PeerRoute>& routes, rte_ring* frames_in, rte_ring* frames_out,
-                         dp::PolicySlot& slot)
-    : in_(frames_in), slot_(slot), plane_(controller::control_plane_config(cfg), initial) {
+                         dp::PolicySlot& slot, uint64_t incarnation)
+    : in_(frames_in), slot_(slot), plane_(plane_config(cfg, incarnation), initial) {
   io_ = std::make_unique<FrameIo>(pool, frames_out);
   tx_ = std::make_unique<dp::LtpTx>(ports, nbrs, routes, tx_counters_);
   tx_->bind_st(io_.get());
@@ -63,10 +73,26 @@ void PolicyAgent::receive_frames(Nanos now) {
   }
 }
 
-void PolicyAgent::approve_rounds(uint32_t completed) {
+void PolicyAgent::approve_rounds(uint32_t completed, uint32_t wanted) {
+  if (!plane_.synced()) return;
+  // A restarted site rejoins at the cluster's round: rounds before it are never begun here.
+  if (rejoin_.load(std::memory_order_relaxed) == 0 && approved_.load(std::memory_order_relaxed) == 0) {
+    // Sites approve one round beyond the one they run (below), so the cluster runs the
+    // round before the highest one begun.
+    const uint32_t begun = plane_.cluster_round();
+    const uint32_t first = std::max({1u, plane_.first_round(), begun > 1 ? begun - 1 : 1u});
+    rejoin_.store(first, std::memory_order_release);
+    SG_LOG(INFO, control, "policy state learnt from the peers: %s round %u, policy version %u\n",
+           first > 1 ? "rejoining the running job at" : "starting at", first,
+           static_cast<unsigned>(plane_.active_version() + 1));
+  }
   // Engine 0 may run one round ahead of what it completed; each approval marks the round
-  // begun in lib/policy, which then promises no switch at or before it.
-  for (uint32_t r = approved_.load(std::memory_order_relaxed) + 1; r <= completed + 2; ++r) {
+  // begun in lib/policy, which then promises no switch at or before it. Rounds engine 0
+  // jumped over (its workers moved on, or it rejoined) are not approved one by one.
+  uint32_t r = std::max(approved_.load(std::memory_order_relaxed) + 1, rejoin_.load(std::memory_order_relaxed));
+  if (wanted > r) r = wanted;
+  const uint32_t last = std::max({completed, r - 1 > completed + 2 ? r - 1 : 0u, wanted > 0 ? wanted - 1 : 0u}) + 2;
+  for (; r <= last; ++r) {
     const auto a = plane_.begin_round(r);
     if (!a) break;  // a switch is undecided, or not synced: engine 0 waits
     if (a->changed) {
@@ -98,13 +124,22 @@ void PolicyAgent::publish_stats() {
   stats_.last_gain.store(c.last_gain, std::memory_order_relaxed);
 }
 
-void PolicyAgent::tick(Nanos now, uint32_t completed, std::span<const uint64_t> sent_to, uint64_t sent_total) {
+void PolicyAgent::tick(Nanos now, uint32_t completed, std::span<const uint64_t> sent_to, uint64_t sent_total,
+                       uint32_t wanted) {
   receive_frames(now);
   const uint64_t proposals = plane_.stats().proposals;
   plane_.tick(now, completed, sent_to, sent_total, *tx_);
   if (plane_.stats().proposals != proposals)
     SG_LOG(INFO, control, "proposed a new policy (modelled gain %.2f)\n", plane_.controller().stats().last_gain);
-  approve_rounds(completed);
+  approve_rounds(completed, wanted);
+  if (started_ < 0) started_ = now;
+  // A start-up exchange that takes under 2 s says nothing; then every 5 s.
+  if (!plane_.synced() && now - started_ >= 2 * kSecond &&
+      (unsynced_said_ < 0 || now - unsynced_said_ >= 5 * kSecond)) {
+    SG_LOG(WARNING, control, "waiting for the peers' policy state (%s): no round begins before\n",
+           plane_.coordinator() ? "every peer's report" : "the coordinator's answer");
+    unsynced_said_ = now;
+  }
   publish_stats();
 }
 

@@ -40,19 +40,25 @@ class PolicyAgent {
  public:
   PolicyAgent(const config::GatewayConfig& cfg, const topo::Plan& initial, rte_mempool* pool,
               const std::vector<dp::Port>& ports, const dp::Neighbours& nbrs, const std::vector<dp::PeerRoute>& routes,
-              rte_ring* frames_in, rte_ring* frames_out, dp::PolicySlot& slot);
+              rte_ring* frames_in, rte_ring* frames_out, dp::PolicySlot& slot, uint64_t incarnation = 0);
   ~PolicyAgent();
 
   // One control tick: frames in, the control plane's tick, round approvals, frames out.
   // `completed_round`: the last round engine 0 finished; `sent_to[j]`: job bytes sent to
-  // site j (plan order) so far, `sent_total` their sum.
-  void tick(Nanos now, uint32_t completed_round, std::span<const uint64_t> sent_to, uint64_t sent_total);
+  // site j (plan order) so far, `sent_total` their sum; `wanted_round`: the round engine 0
+  // waits to begin (its workers moved there; 0: none).
+  void tick(Nanos now, uint32_t completed_round, std::span<const uint64_t> sent_to, uint64_t sent_total,
+            uint32_t wanted_round = 0);
 
   // Where the engines' DATA arrival samples go (links into this site).
   measure::LinkEstimator& estimator() { return plane_.estimator(); }
   const measure::LinkEstimator& estimator() const { return plane_.estimator(); }
   // The highest round engine 0 may begin (relaxed is enough: a stale value only delays).
   const std::atomic<uint32_t>& approved_through() const { return approved_; }
+  // A restarted gateway's first round (the cluster's, once learnt; 0 before and on a fresh
+  // start): a job without workers begins there instead of at round 1.
+  const std::atomic<uint32_t>& rejoin_round() const { return rejoin_; }
+  bool synced() const { return plane_.synced(); }
   bool coordinator() const { return plane_.coordinator(); }
   uint64_t active_version() const { return plane_.active_version(); }
   const AgentStats& stats() const { return stats_; }
@@ -65,7 +71,7 @@ class PolicyAgent {
  private:
   class FrameIo;
   void receive_frames(Nanos now);
-  void approve_rounds(uint32_t completed_round);
+  void approve_rounds(uint32_t completed_round, uint32_t wanted_round);
   void publish_stats();
 
   rte_ring* in_;
@@ -75,7 +81,10 @@ class PolicyAgent {
   dp::PolicySlot& slot_;
   controller::ControlPlane plane_;
   std::atomic<uint32_t> approved_{0};
+  std::atomic<uint32_t> rejoin_{0};
   uint64_t frames_bad_ = 0;
+  Nanos started_ = -1;        // the first tick
+  Nanos unsynced_said_ = -1;  // the last "waiting for the peers" warning
   AgentStats stats_;
 };
 

@@ -361,6 +361,13 @@ void JobRunner::count_round_st(Nanos now) {
   }
 }
 
+uint32_t JobRunner::next_synthetic_round() const {
+  if (!approved_ || !rejoin_) return round_ + 1;
+  // Approved first: the agent publishes the rejoin round before any approval.
+  if (approved_->load(std::memory_order_acquire) == 0) return round_ + 1;
+  return std::max(round_ + 1, rejoin_->load(std::memory_order_acquire));
+}
+
 unsigned JobRunner::poll_st(Nanos now) {
   now_ = now;
   if (slot_) {
@@ -393,7 +400,10 @@ unsigned JobRunner::poll_st(Nanos now) {
         }
         // The WAN round begins with the round's first push and takes the site's contribution
         // chunk by chunk as the workers' copies complete (feed_local_st).
-        if (delivered_ && group_->round_started() && may_begin(group_->round())) {
+        if (delivered_ && group_->round_started() && !may_begin(group_->round())) {
+          c_.gate_waits.add();
+          c_.wanted_round.store(group_->round(), std::memory_order_relaxed);
+        } else if (delivered_ && group_->round_started()) {
           maybe_switch_policy_st(group_->round());
           if (sync_->begin_round(group_->round(), group_->contribution_buffer(), now, tx_, true)) {
             round_ = group_->round();
@@ -404,13 +414,17 @@ unsigned JobRunner::poll_st(Nanos now) {
             ++work;
           }
         }
-      } else if (!may_begin(round_ + 1)) {
+      } else if (const uint32_t next = next_synthetic_round(); !may_begin(next)) {
         c_.gate_waits.add();
+        c_.wanted_round.store(next, std::memory_order_relaxed);
+      } else if (cfg_.job.rounds && next > cfg_.job.rounds) {
+        finished_.store(true, std::memory_order_release);  // rejoined after the job's last round
+        return 1;
       } else {
-        maybe_switch_policy_st(round_ + 1);
-        fill_local(round_ + 1);
-        if (sync_->begin_round(round_ + 1, local_, now, tx_)) {
-          ++round_;
+        maybe_switch_policy_st(next);
+        fill_local(next);
+        if (sync_->begin_round(next, local_, now, tx_)) {
+          round_ = next;
           checked_ = false;
           begin_followers_st(round_, false);
           // The new round has timers of its own (its first sends may have been lost: ARP not

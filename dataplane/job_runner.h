@@ -41,6 +41,7 @@ struct RoundCounters {
   Counter gate_waits;  // passes where a round was ready but not yet approved
   Counter link_stray;  // engine messages for a round not running (engine_link.h)
   std::atomic<uint64_t> last_round{0}, last_round_ns{0}, policy_version{0}, switch_round{0};
+  std::atomic<uint32_t> wanted_round{0};  // the round the lead waits to begin (gate closed)
 };
 
 using controller::job_sites;
@@ -80,7 +81,12 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
     samples_ = samples;
   }
   // Rounds begin only up to *approved (the control thread's policy agent); null: no gating.
-  void set_gate(const std::atomic<uint32_t>* approved) { approved_ = approved; }
+  // `rejoin` (optional): a job without workers begins no round before it -- a restarted
+  // gateway joins the cluster's round. The agent sets it before it approves anything.
+  void set_gate(const std::atomic<uint32_t>* approved, const std::atomic<uint32_t>* rejoin = nullptr) {
+    approved_ = approved;
+    rejoin_ = rejoin;
+  }
   void on_stop_st();
   uint32_t round() const { return round_; }
 
@@ -103,6 +109,7 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   void begin_followers_st(uint32_t round, bool streaming);
   bool followers_done(uint32_t round) const;
   void count_round_st(Nanos now);
+  uint32_t next_synthetic_round() const;
 
   const config::GatewayConfig& cfg_;
   LtpTx& tx_;
@@ -123,6 +130,7 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   rte_ring* samples_ = nullptr;
   bool online_ = false;
   const std::atomic<uint32_t>* approved_ = nullptr;
+  const std::atomic<uint32_t>* rejoin_ = nullptr;
   bool may_begin(uint32_t r) const { return !approved_ || r <= approved_->load(std::memory_order_acquire); }
   uint32_t policy_ = 0;
   ShardRole role_;

@@ -41,7 +41,7 @@ ControlPlaneConfig control_plane_config(const config::GatewayConfig& cfg) {
 ControlPlane::ControlPlane(ControlPlaneConfig cfg, const topo::Plan& initial)
     : cfg_(std::move(cfg)), n_(cfg_.controller.sites), self_(cfg_.controller.self), ctl_(cfg_.controller),
       est_(with_sites(cfg_.estimator, cfg_.controller.sites)), prober_(n_, self_, cfg_.probe), probe_rx_(n_),
-      reassembly_(static_cast<size_t>(n_)), current_(initial) {
+      reassembly_(static_cast<size_t>(n_)), peer_restarts_(static_cast<size_t>(n_), 0), current_(initial) {
   policy::GatewayConfig pc;
   pc.self = static_cast<uint16_t>(self_);
   pc.coordinator = static_cast<uint16_t>(cfg_.controller.coordinator);
@@ -50,7 +50,9 @@ ControlPlane::ControlPlane(ControlPlaneConfig cfg, const topo::Plan& initial)
   pc.switch_margin = static_cast<policy::Round>(cfg_.switch_rounds_ahead);
   std::vector<uint8_t> boot;
   topo::encode(initial, boot);
-  gw_ = std::make_unique<policy::Gateway>(policy::Gateway::fresh(pc, std::move(boot)));
+  gw_ = std::make_unique<policy::Gateway>(
+      cfg_.incarnation == 0 ? policy::Gateway::fresh(pc, std::move(boot))
+                            : policy::Gateway::restarted(pc, cfg_.incarnation, std::move(boot), policy::kNoRound));
   for (int i = 0; i < n_; ++i) {
     for (auto* chans : {&policy_ch_, &measure_ch_}) {
       if (i == self_) {
@@ -62,6 +64,7 @@ ControlPlane::ControlPlane(ControlPlaneConfig cfg, const topo::Plan& initial)
       cc.peer_node = cfg_.nodes[i];
       cc.job = cfg_.job;
       cc.channel = chans == &policy_ch_ ? kPolicyChannel : kMeasureChannel;
+      cc.session = cfg_.incarnation == 0 ? 1 : static_cast<uint32_t>(cfg_.incarnation);
       chans->push_back(std::make_unique<ltp::ControlChannel>(cc));
     }
   }
@@ -99,7 +102,14 @@ void ControlPlane::on_control(int from, std::span<const uint8_t> msg, Nanos now)
   }
   ++stats_.control_in;
   if (c->f.channel == kPolicyChannel) {
-    policy_ch_[from]->on_packet(msg, now, [&](std::span<const uint8_t> p) { on_policy_bytes(from, p, now); });
+    policy_ch_[from]->on_packet(msg, now, [&](std::span<const uint8_t> p) {
+      // The peer restarted: fragments of its previous run will never be completed.
+      if (policy_ch_[from]->stats().peer_restarts != peer_restarts_[from]) {
+        peer_restarts_[from] = policy_ch_[from]->stats().peer_restarts;
+        reassembly_[from].clear();
+      }
+      on_policy_bytes(from, p, now);
+    });
   } else if (c->f.channel == kMeasureChannel) {
     measure_ch_[from]->on_packet(msg, now, [&](std::span<const uint8_t> p) {
       auto row = wire::parse_measure_row(p, static_cast<uint16_t>(n_));

@@ -14,6 +14,7 @@
 // Owner: one thread. Time is passed in.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -41,6 +42,12 @@ struct ControlPlaneConfig {
   ProbeSettings probe;
   measure::EstimatorConfig estimator;  // `sites` is set from the controller's
   Nanos retry_interval = 50 * kMilli;  // policy protocol retransmissions
+  // 0: a site of a cluster that starts together (synced at once on the initial plan).
+  // Otherwise this run's incarnation, larger after every restart (the gateway's start time):
+  // the site starts unsynced, learns the cluster's policy state from its peers (lib/policy's
+  // restart protocol) and begins no round before; its CONTROL channels carry it as their
+  // session, so peers start their channels to it over.
+  uint64_t incarnation = 0;
 };
 
 // The settings a gateway's config gives (topology.probes, probe_rate_kbit, chunk_bytes,
@@ -82,6 +89,11 @@ class ControlPlane {
   const Controller& controller() const { return ctl_; }
   bool coordinator() const { return ctl_.coordinator(); }
   uint64_t active_version() const { return gw_->active_version(); }
+  bool synced() const { return gw_->synced(); }
+  // What a site that (re)started learnt: the highest round anyone is known to have begun
+  // (approved) and the first round a known policy covers (0 for none, or while unsynced).
+  uint32_t cluster_round() const { return clamp_round(gw_->cluster_round()); }
+  uint32_t first_round() const { return clamp_round(gw_->first_round()); }
   const topo::Plan& current_plan() const { return current_; }  // of the last approved round
   const ControlPlaneStats& stats() const { return stats_; }
   const ProbeScheduler& prober() const { return prober_; }
@@ -95,6 +107,9 @@ class ControlPlane {
   void send_row(Nanos now, uint32_t completed);
   void send_probes(Nanos now, std::span<const uint64_t> sent_to, ltp::PacketSink& tx);
   int index_of(uint16_t node) const;
+  static uint32_t clamp_round(policy::Round r) {
+    return r > 0 ? static_cast<uint32_t>(std::min<policy::Round>(r, UINT32_MAX)) : 0;
+  }
 
   ControlPlaneConfig cfg_;
   int n_, self_;
@@ -106,6 +121,7 @@ class ControlPlane {
   std::unique_ptr<policy::Gateway> gw_;
   std::vector<std::unique_ptr<ltp::ControlChannel>> policy_ch_, measure_ch_;
   std::vector<std::vector<uint8_t>> reassembly_;  // per peer: policy message fragments so far
+  std::vector<uint64_t> peer_restarts_;           // per peer: restarts its policy channel saw
   topo::Plan current_;
   uint64_t current_version_ = 0;
   std::optional<topo::Plan> proposed_;  // coordinator: the last plan it proposed

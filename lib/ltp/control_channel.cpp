@@ -46,6 +46,7 @@ void ControlChannel::transmit(uint32_t seq, Nanos now, PacketSink& tx) {
   f.channel = cfg_.channel;
   f.seq = seq;
   f.ack = recv_next_;
+  f.session = cfg_.session;
   f.send_ts = static_cast<uint64_t>(now);
   std::span<const uint8_t> body;
   if (seq != 0) body = tx_data(seq).first(tx_slots_[seq % cfg_.window].len);
@@ -61,6 +62,17 @@ void ControlChannel::on_packet(std::span<const uint8_t> msg, Nanos now, const Co
   if (!m || m->f.src_node != cfg_.peer_node || m->f.channel != cfg_.channel || m->f.job != cfg_.job) {
     ++stats_.malformed;
     return;
+  }
+  if (m->f.session != peer_session_) {
+    if (m->f.session < peer_session_) {
+      ++stats_.stale_session;
+      return;
+    }
+    if (peer_session_ != 0) {
+      ++stats_.peer_restarts;
+      start_over();
+    }
+    peer_session_ = m->f.session;
   }
   // Their cumulative ack releases our window.
   const uint32_t ack = m->f.ack;
@@ -102,6 +114,16 @@ void ControlChannel::on_packet(std::span<const uint8_t> msg, Nanos now, const Co
   }
   ack_pending_ = true;
   ack_due_ = std::min(ack_due_, now + cfg_.ack_delay);
+}
+
+void ControlChannel::start_over() {
+  for (auto& s : tx_slots_) s = Slot{};
+  for (auto& s : rx_slots_) s = Slot{};
+  send_base_ = next_seq_ = recv_next_ = 1;
+  ack_pending_ = false;
+  ack_due_ = kNever;
+  srtt_ = 0;
+  failed_ = false;
 }
 
 Nanos ControlChannel::poll(Nanos now, PacketSink& tx) {

@@ -3,6 +3,12 @@
 // every message is retransmitted with exponential back-off until cumulatively acknowledged;
 // the peer delivers in order exactly once, buffering out-of-order arrivals inside the window.
 //
+// Restarts. Every packet carries the sender's session (its incarnation: larger after each
+// restart). A packet from a newer peer session means the peer restarted and lost every
+// sequence number: the channel starts over in both directions (messages still unacked are
+// dropped; their owners resend what matters, as lib/policy does). Packets of an older
+// session are stale leftovers of the previous run and are dropped, counted.
+//
 // One ControlChannel per (peer, channel id). Owner: one thread (the control thread or an
 // engine). All buffers sized in the constructor; send() refuses (counted) when the window is full.
 #pragma once
@@ -22,6 +28,7 @@ struct ControlConfig {
   uint16_t peer_node = 0;
   uint32_t job = 0;
   uint16_t channel = 0;
+  uint32_t session = 1;                       // this side's incarnation (see Restarts)
   uint32_t window = 32;                       // messages in flight / buffered out of order
   uint16_t max_payload = wire::kControlMaxPayload;
   Nanos initial_rto = 50 * kMilli;
@@ -41,6 +48,8 @@ struct ControlStats {
   uint64_t refused_size = 0;   // payload larger than max_payload
   uint64_t malformed = 0;
   uint64_t acks_sent = 0;
+  uint64_t peer_restarts = 0;  // a newer peer session: the channel started over
+  uint64_t stale_session = 0;  // packets of an older peer session, dropped
 };
 
 // Called once per message, in order. The span is valid only during the call.
@@ -75,6 +84,7 @@ class ControlChannel {
   std::span<uint8_t> rx_data(uint32_t seq) { return {rx_bytes_.data() + (seq % cfg_.window) * cfg_.max_payload, cfg_.max_payload}; }
   Nanos rto(uint32_t tries) const;
   void transmit(uint32_t seq, Nanos now, PacketSink& tx);
+  void start_over();
 
   ControlConfig cfg_;
   std::vector<Slot> tx_slots_, rx_slots_;
@@ -87,6 +97,7 @@ class ControlChannel {
   Nanos ack_due_ = kNever;
   Nanos srtt_ = 0;
   bool failed_ = false;
+  uint32_t peer_session_ = 0;  // 0: not heard from yet
   ControlStats stats_;
 };
 

@@ -253,6 +253,7 @@ void Gateway::adopt(const Snapshot& s) {
   s_.active = s.active;
   s_.next = s.next;
   s_.max_attempt = std::max(s_.max_attempt, s.max_attempt);
+  max_round_seen_ = std::max(max_round_seen_, s.current_round);
   s_.synced = true;
   if (s_.next && s_.next->decision == Decision::kUndecided) {
     // Promise it now, unless this site may already have begun its switch round.

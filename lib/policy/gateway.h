@@ -90,6 +90,15 @@ class Gateway {
   const PolicyRecord* begin_round(Round r);
 
   bool synced() const { return s_.synced; }
+  // The highest round this gateway knows anyone began (its own, and what the state it
+  // adopted or the reports it recovered from said): where a restarted site rejoins.
+  Round cluster_round() const { return max_round_seen_; }
+  // The lowest round may_begin() can allow (kNoRound while unsynced): earlier rounds are
+  // abandoned, no policy covers them.
+  Round first_round() const {
+    if (!s_.synced || !s_.active) return kNoRound;
+    return s_.prev ? s_.prev->from_round : s_.active->from_round;
+  }
   bool is_coordinator() const { return cfg_.self == cfg_.coordinator; }
   const Snapshot& state() const { return s_; }
   Version active_version() const { return s_.active ? s_.active->version : 0; }

@@ -229,6 +229,7 @@ Result<ControlMsg> parse_control(std::span<const uint8_t> msg) {
   m.f.channel = h->channel.load();
   m.f.seq = h->seq.load();
   m.f.ack = h->ack.load();
+  m.f.session = h->session.load();
   m.f.send_ts = h->send_ts.load();
   if (m.f.seq == 0 && plen != 0) return WireError::kBadField;  // a pure ack carries nothing
   m.payload = msg.subspan(sizeof(ControlHeader), plen);
@@ -246,7 +247,7 @@ Result<size_t> build_control(std::span<uint8_t> out, const ControlFields& f, std
   h->payload_len.store(static_cast<uint16_t>(payload.size()));
   h->seq.store(f.seq);
   h->ack.store(f.ack);
-  h->reserved.store(0);
+  h->session.store(f.session);
   h->send_ts.store(f.send_ts);
   if (!payload.empty()) std::memcpy(out.data() + sizeof(ControlHeader), payload.data(), payload.size());
   return len;

@@ -119,6 +119,7 @@ struct ControlFields {
   uint16_t channel = 0;
   uint32_t seq = 0;
   uint32_t ack = 0;
+  uint32_t session = 0;  // the sender's incarnation (ltp::ControlChannel)
   uint64_t send_ts = 0;
 };
 

@@ -142,7 +142,7 @@ struct ControlHeader {
   be16 payload_len;  // opaque bytes after the header
   be32 seq;          // 1.. for a message; 0 = pure ack (no payload)
   be32 ack;          // every peer seq < ack was delivered
-  be32 reserved;
+  be32 session;      // the sender's incarnation: a newer one means it restarted (0: not told)
   be64 send_ts;
 };
 static_assert(sizeof(ControlHeader) == 36 && alignof(ControlHeader) == 1);

@@ -40,7 +40,6 @@ local f = {
   holes = F.uint8("stormgate_ltp.holes", "Holes", base.HEX),
   payload_len = F.uint16("stormgate_ltp.payload_len", "Payload length"),
   reserved16 = F.uint16("stormgate_ltp.reserved2", "Reserved"),
-  reserved32 = F.uint32("stormgate_ltp.reserved4", "Reserved"),
   send_ts = F.uint64("stormgate_ltp.send_ts", "Send time (ns)"),
   echo_ts = F.uint64("stormgate_ltp.echo_ts", "Echoed time (ns)"),
   ack_ts = F.uint64("stormgate_ltp.ack_ts", "ACK time (ns)"),
@@ -57,6 +56,7 @@ local f = {
   channel = F.uint16("stormgate_ltp.channel", "Channel"),
   seq = F.uint32("stormgate_ltp.seq", "Sequence"),
   ack = F.uint32("stormgate_ltp.ack", "Acknowledged"),
+  session = F.uint32("stormgate_ltp.session", "Sender incarnation"),
   reject_reason = F.uint8("stormgate_ltp.reject_reason", "Reject reason", base.DEC, reject_reasons),
   min_version = F.uint8("stormgate_ltp.min_version", "Min version"),
   max_version = F.uint8("stormgate_ltp.max_version", "Max version"),
@@ -120,7 +120,7 @@ local bodies = {
   end },
   [4] = { len = 24, add = function(t, b)  -- CONTROL
     t:add(f.channel, b(12, 2)); t:add(f.payload_len, b(14, 2)); t:add(f.seq, b(16, 4)); t:add(f.ack, b(20, 4))
-    t:add(f.reserved32, b(24, 4)); t:add(f.send_ts, b(28, 8))
+    t:add(f.session, b(24, 4)); t:add(f.send_ts, b(28, 8))
     return 36, b(14, 2):uint(), f.payload,
       string.format("channel %d seq %d ack %d", b(12, 2):uint(), b(16, 4):uint(), b(20, 4):uint())
   end },

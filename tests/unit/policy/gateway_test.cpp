@@ -86,6 +86,10 @@ TEST(PolicyGateway, RestartedMemberWaitsUntilItLearnsThePolicyInForce) {
   EXPECT_TRUE(w.gws[2].synced());
   EXPECT_EQ(w.gws[2].active_version(), 1u);
   EXPECT_TRUE(w.gws[2].may_begin(w.next_round[2]).go);
+  // Where it rejoins: the coordinator's round, and no earlier than the policy in force.
+  EXPECT_EQ(w.gws[2].cluster_round(), w.gws[0].state().current_round);
+  EXPECT_GT(w.gws[2].cluster_round(), 0);
+  EXPECT_LE(w.gws[2].first_round(), w.gws[2].cluster_round());
 }
 
 TEST(PolicyGateway, StateReplyForAnEarlierIncarnationIsIgnored) {
@@ -134,6 +138,7 @@ TEST(PolicyGateway, WholeClusterRestartFallsBackToTheBootstrapPolicy) {
   for (int g = 0; g < 3; ++g) {
     EXPECT_TRUE(w.gws[g].synced());
     EXPECT_EQ(w.gws[g].active_version(), 0u);
+    EXPECT_EQ(w.gws[g].first_round(), w.gws[0].state().active->from_round) << g;
   }
 }
 

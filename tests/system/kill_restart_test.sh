@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# A gateway killed with SIGKILL mid-training and started again: it learns the cluster's policy
+# state from its peer (lib/policy's restart exchange over CONTROL channels that start over
+# with the new incarnation), rejoins at the round the cluster runs, and the job finishes at
+# both sites. Two gateways (3 sites would need 3 namespaces for no more coverage) on a veth
+# pair between two network namespaces this test creates, over net_af_packet; a synthetic job
+# (every result checkable against the exact mean), sealed.
+#   kill_restart_test.sh STORMGATE_BINARY [member|coordinator]
+# Checks: both runs of the killed site and the survivor end by themselves with every mbuf
+# back; the new run says it rejoined at a round > 1 and runs to the job's last round, every
+# value of its rounds equal to the exact mean; the survivor's rounds while its peer was down
+# end by timeout (counted), the others exactly; the survivor ran every round of the job.
+# Prints the job's wall time (the faults bench compares it with a run without the kill).
+set -uo pipefail
+BIN="$1"
+WHO="${2:-member}"
+ROUNDS="${SG_KR_ROUNDS:-150}"
+KILL_AT="${SG_KR_KILL_AT:-20}"  # the survivor's completed rounds when the other is killed
+DOWN_S="${SG_KR_DOWN_S:-1}"
+NOKILL="${SG_KR_NOKILL:-}"     # set: the same run without the kill (the faults bench's baseline)
+tag="sgkr$$"
+tmp="$(mktemp -d)"; [[ -n "${KEEP:-}" ]] && echo "logs in $tmp"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  sleep 0.2
+  ip netns del "$tag-a" 2>/dev/null; ip netns del "$tag-b" 2>/dev/null
+  [[ -n "${KEEP:-}" ]] || rm -rf "$tmp"
+  rm -rf /var/run/dpdk/"$tag"*
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in "$tmp"/*.log; do echo "--- $f"; grep -v '\] rx ' "$f" | tail -12; done; exit 1; }
+[[ $(id -u) == 0 ]] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
+
+ip netns add "$tag-a" && ip netns add "$tag-b" || fail "netns"
+ip link add "$tag-x" netns "$tag-a" type veth peer name "$tag-y" netns "$tag-b" || fail "veth"
+for s in a b; do
+  dev="$tag-x"; [[ $s == b ]] && dev="$tag-y"
+  ip netns exec "$tag-$s" ip link set lo up
+  ip netns exec "$tag-$s" ip link set "$dev" up
+  ip netns exec "$tag-$s" ethtool -K "$dev" tx off rx off gso off tso off gro off > /dev/null 2>&1 || true
+done
+"$BIN" --keygen "$tmp/wan.key" > /dev/null || fail "keygen"
+for s in a b; do
+  if [[ $s == a ]]; then me=1; peer=2; dev="$tag-x"; else me=2; peer=1; dev="$tag-y"; fi
+  cat > "$tmp/$s.yaml" <<YAML
+site: {id: $me, name: site-$s}
+ports:
+  - {name: wan, vdev: "net_af_packet0,iface=$dev", ipv4: 10.87.0.$me, mac: "02:00:00:00:0$me:00"}
+peers:
+  - {id: $peer, name: site-x, address: 10.87.0.$peer, mac: "02:00:00:00:0$peer:00"}
+telemetry: {stats_interval_ms: 500, pdump: false}
+dataplane: {mbufs: 4095}
+job: {model_bytes: 1000000, rounds: $ROUNDS, round_timeout_ms: 1500}
+security: {key_file: $tmp/wan.key}
+YAML
+done
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0"
+start() {  # site, log, lcore
+  local s="$1"
+  # No `timeout` wrapper: SIGKILL must reach the gateway itself (ip netns exec execs it);
+  # --duration bounds the run and cleanup kills what is left.
+  ip netns exec "$tag-$s" "$BIN" -l 0-1 --main-lcore "$3" --no-huge --no-pci -m 192 \
+    --file-prefix "$tag-$s-$2" --log-level='*:warning' --log-level='stormgate.control:info' -- \
+    --config "$tmp/$s.yaml" --duration 90 > "$tmp/$2.log" 2>&1 &
+}
+# The coordinator is site 1 (a); `member` kills b, `coordinator` kills a.
+victim=b; survivor=a; [[ $WHO == coordinator ]] && { victim=a; survivor=b; }
+lc_v=1; lc_s=0
+t0=$(date +%s.%N)
+start "$survivor" survivor "$lc_s"; pid_s=$!; pids+=("$pid_s")
+start "$victim" first "$lc_v"; pid_v=$!; pids+=("$pid_v")
+completed() { sed -n 's/.*| rounds \([0-9]*\), last.*/\1/p' "$tmp/survivor.log" | tail -1; }
+if [[ -z $NOKILL ]]; then
+  for _ in $(seq 1 600); do
+    r=$(completed); [[ -n $r && $r -ge $KILL_AT ]] && break
+    kill -0 "$pid_s" 2>/dev/null || fail "the survivor ended before the kill"
+    sleep 0.05
+  done
+  [[ -n $(completed) && $(completed) -ge $KILL_AT ]] || fail "the survivor did not reach round $KILL_AT"
+  kill -KILL "$pid_v"; wait "$pid_v" 2>/dev/null
+  echo "killed site $victim (SIGKILL) after the survivor completed round $(completed)"
+  sleep "$DOWN_S"
+  rm -rf /var/run/dpdk/"$tag-$victim-first"
+  start "$victim" second "$lc_v"; pid_v=$!; pids+=("$pid_v")
+  echo "started site $victim again"
+fi
+wait "$pid_s"; code_s=$?
+wait "$pid_v"; code_v=$?
+t1=$(date +%s.%N)
+pids=()
+second="$tmp/second.log"; [[ -n $NOKILL ]] && second="$tmp/first.log"
+for f in "$tmp/survivor.log" "$second"; do
+  echo "--- $(basename "$f")"; grep -E 'policy state|job 1:|mbuf pool|sealed:' "$f"
+  grep -Eq 'mbuf pool: ([0-9]+) of \1 back' "$f" || fail "$(basename "$f"): pool not full"
+done
+grep -q "job 1: $ROUNDS rounds" "$tmp/survivor.log" || fail "the survivor did not run the job's $ROUNDS rounds"
+for c in "$code_s" "$code_v"; do
+  [[ $c == 0 ]] || fail "a gateway exited with $c"
+done
+if [[ -z $NOKILL ]]; then
+  rejoin=$(sed -n 's/.*rejoining the running job at round \([0-9]*\).*/\1/p' "$second" | head -1)
+  [[ -n $rejoin && $rejoin -gt 1 ]] || fail "the restarted gateway did not rejoin the running job"
+  last=$(sed -n 's/.*job 1: \([0-9]*\) rounds.*/\1/p' "$second")
+  [[ $((rejoin + last - 1)) -eq $ROUNDS ]] ||
+    fail "the restarted gateway ran $last rounds from round $rejoin, not to round $ROUNDS"
+  grep -qE 'timeouts [1-9]' "$tmp/survivor.log" || fail "the survivor's rounds while its peer was down did not end by timeout"
+  # Exact wherever nothing was lost: only rounds that ended by timeout (the survivor's while
+  # its peer was down; the new run's first, if the survivor gave it up first) may differ.
+  for f in "$tmp/survivor.log" "$second"; do
+    awk '/job 1:/ { for (i = 1; i <= NF; ++i) { if ($(i + 1) == "rounds") n = $i; if ($i == "timeouts") t = $(i + 1) + 0
+                                                 if ($i == "mean" && $(i + 1) == "100.0000%") e = 100; else if ($(i - 1) == "mean") e = $i + 0 } }
+         END { exit !(n > 0 && t <= 2 && e >= 100 * (n - t) / n - 1e-3) }' "$f" ||
+      fail "$(basename "$f"): values differ from the exact mean in rounds that did not end by timeout (or > 2 timeouts)"
+  done
+else
+  grep -q 'values equal to the exact mean 100.0000%' "$second" || fail "results are not exact"
+fi
+awk -v a="$t0" -v b="$t1" 'BEGIN {printf "wall %.3f s\n", b - a}'
+echo ok
