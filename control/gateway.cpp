@@ -388,11 +388,12 @@ bool Gateway::stop() {
     else
       std::snprintf(exact, sizeof exact, ", %llu results delivered to workers", (unsigned long long)rc.worker_rounds.get());
     std::printf("[%s] job %u: %llu rounds of %llu bytes, mean round %.1f ms, early closes %llu, bubbles up %llu down %llu, "
-                "timeouts %llu, retransmits %llu%s\n",
+                "timeouts %llu, peers moved on %llu, retransmits %llu%s\n",
                 cfg_.site.name.c_str(), cfg_.job.id, (unsigned long long)n, (unsigned long long)cfg_.job.model_bytes,
                 n ? rc.round_ns_total.get() / 1e6 / n : 0.0, (unsigned long long)rc.early_closes.get(),
                 (unsigned long long)rc.up_bubbles.get(), (unsigned long long)rc.down_bubbles.get(),
-                (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.retransmits.get(), exact);
+                (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.peers_moved_on.get(),
+                (unsigned long long)rc.retransmits.get(), exact);
     if (jobs_.size() > 1) {
       // How the job spread over the engines (shards s % engines == q under the plan in force).
       const size_t shards = plan().shards.size();

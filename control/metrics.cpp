@@ -112,6 +112,9 @@ std::string metrics_text(const Gateway& gw) {
     value(o, "bubbles_total", jl + "," + label("direction", "down"), static_cast<double>(c.down_bubbles.get()));
     metric(o, "round_timeouts_total", "counter", "Rounds completed by the round timeout.");
     value(o, "round_timeouts_total", jl, static_cast<double>(c.timeouts.get()));
+    metric(o, "round_peers_moved_on_total", "counter",
+           "Times a peer ran a later round and what it had not sent of ours was given up.");
+    value(o, "round_peers_moved_on_total", jl, static_cast<double>(c.peers_moved_on.get()));
     metric(o, "retransmits_total", "counter", "DATA retransmissions.");
     value(o, "retransmits_total", jl, static_cast<double>(c.retransmits.get()));
     metric(o, "policy_version", "gauge", "The policy version in force.");

@@ -6,7 +6,7 @@
 //   lead -> follower  kBegin  {round, a: 1 streaming local (the lead's contribution buffer), 0 synthetic}
 //                     kLocal  {round, a: first float, b: count, c: 1 present / 0 absent}
 //   follower -> lead  kResult {round, a: first float, b: count}  (its SiteSync result buffer)
-//                     kDone   {round, a: early closes, b: bubbles up << 32 | down, c: retransmits, d: timeouts}
+//                     kDone   {round, a: early closes, b: bubbles up << 32 | down, c: retransmits, d: timeouts << 32 | peers moved on}
 //                     kCheck  {round, a: values checked, b: values exact}  (synthetic gradients)
 //
 // Memory the messages name (the lead's contribution, a follower's result) is written before

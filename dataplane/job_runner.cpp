@@ -252,7 +252,8 @@ unsigned JobRunner::lead_messages_st(Nanos now) {
             c_.up_bubbles.add(m[i].b >> 32);
             c_.down_bubbles.add(m[i].b & 0xffffffffu);
             c_.retransmits.add(m[i].c);
-            c_.timeouts.add(m[i].d);
+            c_.timeouts.add(m[i].d >> 32);
+            c_.peers_moved_on.add(m[i].d & 0xffffffffu);
             break;
           case LinkMsg::kCheck:
             c_.values_checked.add(m[i].a);
@@ -317,7 +318,8 @@ unsigned JobRunner::follow_st(Nanos now) {
       lead_link_->up.push_st({LinkMsg::kCheck, round_, checked, exact, 0, 0});
     }
     lead_link_->up.push_st({LinkMsg::kDone, round_, s.early_closes - last_.early_closes, bubbles,
-                            s.retransmits - last_.retransmits, s.timeouts - last_.timeouts});
+                            s.retransmits - last_.retransmits,
+                            ((s.timeouts - last_.timeouts) << 32) | ((s.peers_moved_on - last_.peers_moved_on) & 0xffffffffu)});
     c_.rounds.add();
     c_.stray.add(s.stray_acks - last_.stray_acks);
     last_ = s;
@@ -339,6 +341,7 @@ void JobRunner::count_round_st(Nanos now) {
   c_.up_bubbles.add(s.up_bubbles - last_.up_bubbles);
   c_.down_bubbles.add(s.down_bubbles - last_.down_bubbles);
   c_.timeouts.add(s.timeouts - last_.timeouts);
+  c_.peers_moved_on.add(s.peers_moved_on - last_.peers_moved_on);
   c_.retransmits.add(s.retransmits - last_.retransmits);
   c_.stray.add(s.stray_acks - last_.stray_acks);
   last_ = s;
@@ -352,6 +355,10 @@ void JobRunner::count_round_st(Nanos now) {
     check_result(checked, exact);
     c_.values_checked.add(checked);
     c_.values_exact.add(exact);
+    if (exact != checked)
+      SG_LOG(DEBUG, dataplane, "job %u round %u: %lu of %lu values equal to the exact mean (timeouts %lu, peers moved on %lu)\n",
+             cfg_.job.id, round_, static_cast<unsigned long>(exact), static_cast<unsigned long>(checked),
+             static_cast<unsigned long>(s.timeouts), static_cast<unsigned long>(s.peers_moved_on));
   }
   if (group_) {
     // Every result chunk went to the workers as it became final; this ends the round

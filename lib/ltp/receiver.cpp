@@ -369,6 +369,13 @@ void Receiver::close(Transfer& t, CloseReason reason, Nanos now, ReceiverSink& s
   --open_;
 }
 
+bool Receiver::abandon(const TransferKey& key, Nanos now, ReceiverSink& sink, PacketSink& tx) {
+  Transfer* t = find_transfer(key);
+  if (!t) return false;
+  close(*t, CloseReason::kAbandoned, now, sink, tx);
+  return true;
+}
+
 Nanos Receiver::poll(Nanos now, ReceiverSink& sink, PacketSink& tx) {
   Nanos next = kNever;
   if (open_ == 0) return next;

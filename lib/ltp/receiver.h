@@ -78,6 +78,11 @@ class Receiver {
   // to the sink point into it and are valid only during this call.
   void on_packet(std::span<const uint8_t> msg, Nanos now, ReceiverSink& sink, PacketSink& tx);
 
+  // The sender of `key` will send nothing more (it moved on to a later round): an open
+  // transfer closes now as kAbandoned, the rest filled as bubbles. False if none was open
+  // (nothing of it ever arrived, or it already ended).
+  bool abandon(const TransferKey& key, Nanos now, ReceiverSink& sink, PacketSink& tx);
+
   // Timers: held ACKs, Early Close, fall-back, abandonment. Returns the next time it needs
   // to run (kNever if nothing is open).
   Nanos poll(Nanos now, ReceiverSink& sink, PacketSink& tx);

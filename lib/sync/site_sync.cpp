@@ -45,6 +45,7 @@ struct SiteSync::Shard {
   std::vector<uint8_t> local_absent;    // per chunk: part of our own part will never come
   std::vector<uint8_t> up_sent;    // per chunk: complete and passed on (up_chunk_ready ran)
   std::vector<uint8_t> down_have;  // per chunk: result known (arrived, filled, or computed)
+  std::vector<uint8_t> child_ended;  // per child: its transfer of this round ended or was given up
   uint32_t up_ready = 0, down_ready = 0;
   uint32_t children_done = 0;
   bool up_done = false;
@@ -196,6 +197,7 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
     sh.local_absent.assign(sh.acc->chunk_count(), 0);
     sh.up_sent.assign(sh.acc->chunk_count(), 0);
     sh.down_have.assign(sh.acc->chunk_count(), 0);
+    sh.child_ended.assign(sh.children.size(), 0);
     max_chunks = std::max(max_chunks, sh.acc->chunk_count());
     incoming += static_cast<uint32_t>(sh.children.size()) + (sh.parent >= 0 ? 1 : 0);
     auto add_out = [&](int peer) {
@@ -296,6 +298,7 @@ bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos n
     std::fill(sh.down_have.begin(), sh.down_have.end(), 0);
     sh.up_ready = sh.down_ready = 0;
     sh.children_done = 0;
+    std::fill(sh.child_ended.begin(), sh.child_ended.end(), 0);
     sh.up_done = sh.down_done = sh.down_started = false;
     // Our own contribution goes in first, one contributor per chunk -- or, streaming, each
     // chunk once local_ready() completed it.
@@ -653,11 +656,51 @@ void SiteSync::on_transfer_end(const ltp::TransferSummary& s) {
   if (!running_ || s.key.round != round_ || s.key.shard >= shards_.size()) return;
   Shard& sh = shards_[s.key.shard];
   const int src = index_of(s.key.src_node);
-  if (src >= 0 && std::find(sh.children.begin(), sh.children.end(), src) != sh.children.end()) {
+  const auto child = std::find(sh.children.begin(), sh.children.end(), src);
+  if (src >= 0 && child != sh.children.end()) {
+    uint8_t& ended = sh.child_ended[static_cast<size_t>(child - sh.children.begin())];
+    if (ended) return;
+    ended = 1;
     if (++sh.children_done == sh.children.size()) pending_up_.push_back(s.key.shard);
   } else if (src >= 0 && src == sh.parent) {
     pending_down_.push_back(s.key.shard);
   }
+}
+
+// Plan site p began a round after ours: its DATA is for a later round, or it answered ours
+// with CLOSE kStale. A site begins a round only once its senders of the last one are done
+// or given up, so what p has not delivered for our round never will be: it is given up now,
+// like at the round timeout but for p alone. Without this, a site one round behind (back
+// from a restart, or after a timeout on one side only) stays out of phase with p and every
+// round of both ends by timeout.
+void SiteSync::peer_moved_on(int p, ltp::PacketSink& tx) {
+  if (!running_ || p < 0 || p == self_) return;
+  bool gave_up = false;
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    Shard& sh = shards_[s];
+    if (!sh.acc) continue;
+    const ltp::TransferKey key{cfg_.job, round_, static_cast<uint16_t>(s), cfg_.site_nodes[p]};
+    const auto child = std::find(sh.children.begin(), sh.children.end(), p);
+    if (child != sh.children.end()) {
+      const size_t i = static_cast<size_t>(child - sh.children.begin());
+      if (sh.child_ended[i]) continue;
+      gave_up = true;
+      if (receiver_->abandon(key, now_, *this, tx)) continue;  // its bubbles and end came back
+      // Nothing of it ever arrived: every chunk is a bubble.
+      for (uint32_t c = 0; c < sh.acc->chunk_count(); ++c) {
+        if (sh.up_seen[c] >= sh.children.size()) continue;
+        ++stats_.up_bubbles;
+        ++sh.up_seen[c];
+        try_up(static_cast<int>(s), c);
+      }
+      sh.child_ended[i] = 1;
+      if (++sh.children_done == sh.children.size()) pending_up_.push_back(static_cast<int>(s));
+    } else if (p == sh.parent && !sh.down_done) {
+      gave_up = true;
+      if (!receiver_->abandon(key, now_, *this, tx)) pending_down_.push_back(static_cast<int>(s));
+    }
+  }
+  if (gave_up) ++stats_.peers_moved_on;
 }
 
 void SiteSync::on_sample(const ltp::ArrivalSample& s) {
@@ -734,6 +777,10 @@ void SiteSync::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSin
   auto common = wire::parse_common(msg);
   if (!common) return;  // the dataplane counts malformed LTP before it gets here
   if (common->type == wire::MsgType::kData) {
+    if (running_ && msg.size() >= sizeof(wire::DataHeader)) {
+      const auto* h = reinterpret_cast<const wire::DataHeader*>(msg.data());
+      if (h->common.job.load() == cfg_.job && h->round.load() > round_) peer_moved_on(index_of(common->src_node), tx);
+    }
     receiver_->on_packet(msg, now, *this, tx);
     advance(now, tx);
     return;
@@ -750,6 +797,9 @@ void SiteSync::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSin
     if (!c) return;
     round = c->f.round;
     shard = c->f.shard;
+    // Our DATA of this round is stale there: that site runs a later round.
+    if (running_ && c->f.reason == ltp::CloseReason::kStale && round == round_ && c->f.policy_version == policy_)
+      peer_moved_on(index_of(common->src_node), tx);
   } else if (common->type != wire::MsgType::kReject) {
     return;
   }

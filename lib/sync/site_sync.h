@@ -40,7 +40,10 @@
 //
 // Dead peers. A round that has not finished `round_timeout` after it began is completed
 // with what arrived: missing up-chunks count as absent contributors, missing down-chunks
-// are filled like bubbles. Counted in stats().timeouts.
+// are filled like bubbles. Counted in stats().timeouts. A peer seen running a later round
+// (its DATA, or its CLOSE kStale for ours) will send nothing more for this one: what it has
+// not delivered is given up at once (stats().peers_moved_on), so sites that fell out of
+// phase meet again in the next round instead of timing out round after round.
 //
 // Time is passed in; packets come in as LTP messages (byte spans) and leave through an
 // ltp::PacketSink. Owner: one engine. Memory is sized in set_plan / set_link_codec
@@ -93,6 +96,7 @@ struct SyncStats {
   uint64_t early_closes = 0;     // transfers we received that closed early
   uint64_t fallbacks = 0;        // transfers that crossed the loss bound
   uint64_t timeouts = 0;         // rounds completed by round_timeout
+  uint64_t peers_moved_on = 0;   // a peer ran a later round: what it had not sent was given up
   uint64_t bad_chunks = 0;       // chunk for an unexpected shard/source/size: ignored
   uint64_t stray_acks = 0;       // ACK/CLOSE for no running transfer of ours
   uint64_t bytes_sent = 0;       // LTP DATA payload bytes, first sends and retransmits
@@ -186,6 +190,7 @@ class SiteSync final : private ltp::ReceiverSink {
   void on_bubble(const ltp::ChunkRef& c, ltp::FillRule rule) override;
   void on_transfer_end(const ltp::TransferSummary& s) override;
   void on_sample(const ltp::ArrivalSample& s) override;
+  void peer_moved_on(int p, ltp::PacketSink& tx);
 
   struct Link {
     CodecId codec = CodecId::kF32;

@@ -97,6 +97,36 @@ TEST(SiteSync, DeadSiteDoesNotHangTheOthers) {
   for (size_t k = 0; k < r.size(); ++k) ASSERT_NEAR(r[k], 0.5 * (c.local[0][k] + c.local[1][k]), 1e-5);
 }
 
+// A site one round behind the others (back from a restart, or its peers timed a round out
+// and it did not): their DATA of the later round and their CLOSE kStale for its DATA tell it
+// they will send nothing more for its round, so it gives that round up at once -- not at the
+// round timeout -- and meets them in theirs, which then completes exactly. Without this the
+// sites stay out of phase and every round of every site ends by timeout.
+TEST(SiteSync, SiteBehindGivesItsRoundUpAndMeetsThePeersInTheirs) {
+  Cluster c(3, 3 * 20000, 3, 5 * kMilli, 0.0, 11);
+  c.fill_round(5);
+  const std::vector<float> behind_old(c.local[2].size(), 1.0f);
+  ASSERT_TRUE(c.sites[0]->begin_round(5, c.local[0], c.net.now_, *c.ports[0]));
+  ASSERT_TRUE(c.sites[1]->begin_round(5, c.local[1], c.net.now_, *c.ports[1]));
+  ASSERT_TRUE(c.sites[2]->begin_round(4, behind_old, c.net.now_, *c.ports[2]));
+  ASSERT_TRUE(c.run_until(2 * kSecond, [&] { return c.sites[2]->round_done(); })) << "round 4 waited for its timeout";
+  EXPECT_EQ(c.sites[2]->stats().timeouts, 0u);
+  EXPECT_GE(c.sites[2]->stats().peers_moved_on, 1u);
+  EXPECT_FALSE(c.sites[0]->round_done());  // the sites ahead wait for the one behind
+  ASSERT_TRUE(c.sites[2]->begin_round(5, c.local[2], c.net.now_, *c.ports[2]));
+  ASSERT_TRUE(c.run_until(10 * kSecond, [&] {
+    return c.sites[0]->round_done() && c.sites[1]->round_done() && c.sites[2]->round_done();
+  }));
+  const auto m = c.mean();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(c.sites[i]->stats().timeouts, 0u) << i;
+    auto r = c.sites[i]->result();
+    for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(r[k], m[k], 1e-5 * (1 + std::abs(m[k]))) << i << " " << k;
+  }
+  // The sites ahead never gave anything up: the DATA they saw was older, not newer.
+  EXPECT_EQ(c.sites[0]->stats().peers_moved_on + c.sites[1]->stats().peers_moved_on, 0u);
+}
+
 // One shard down a chain 0 -> 1 -> ... -> n-1 (root). Store-and-forward would cost a full
 // shard time per hop, twice; chunk-by-chunk forwarding overlaps the hops.
 TEST(SiteSync, ChainForwardsChunkByChunk) {

@@ -163,16 +163,24 @@ struct Cluster {
         EXPECT_TRUE(sites[i]->begin_round(round, local[i], net.now_, *ports[i]));
       }
     }
+    return run_until(limit, [&] {
+      for (size_t i = 0; i < sites.size(); ++i)
+        if (!net.dead_.count(static_cast<int>(i)) && !sites[i]->round_done()) return false;
+      return true;
+    });
+  }
+
+  // Delivers packets and polls every live site until done() (true) or `limit` passed (false).
+  template <typename Done>
+  bool run_until(Nanos limit, Done done) {
     const Nanos end = net.now_ + limit;
     while (net.now_ < end) {
-      bool all_done = true;
       Nanos next = end;
       for (size_t i = 0; i < sites.size(); ++i) {
         if (net.dead_.count(static_cast<int>(i))) continue;
         next = std::min(next, sites[i]->poll(net.now_, *ports[i]));
-        all_done &= sites[i]->round_done();
       }
-      if (all_done) return true;
+      if (done()) return true;
       if (!net.q_.empty()) next = std::min(next, net.q_.top().at);
       net.now_ = std::max(net.now_ + 1, next);
       while (!net.q_.empty() && net.q_.top().at <= net.now_) {
