@@ -215,6 +215,20 @@ Totals Gateway::totals() const {
   return t;
 }
 
+AuthSnapshot Gateway::auth_snapshot() const {
+  AuthSnapshot a;
+  a.by_peer.assign(std::min(cfg_.peers.size(), dp::LtpCounters::kPeersCounted), AuthCounts{});
+  for (const auto& h : handlers_) {
+    const auto& l = h->ltp();
+    a.opened += l.opened.get();
+    for (size_t p = 0; p < a.by_peer.size(); ++p)
+      for (size_t r = 0; r < a.by_peer[p].size(); ++r) a.by_peer[p][r] += l.auth_drops_from_site[p][r].get();
+    for (size_t r = 0; r < a.strangers.size(); ++r) a.strangers[r] += l.auth_drops_from_stranger[r].get();
+    if (const uint32_t ip = l.last_refused_stranger.load(std::memory_order_relaxed)) a.last_stranger = ip;
+  }
+  return a;
+}
+
 uint64_t Gateway::data_rx_from_peer(size_t peer_index) const {
   uint64_t s = 0;
   for (const auto& h : handlers_)
@@ -309,8 +323,16 @@ void Gateway::drain_samples() {
 void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  auto last_print = t0, last_key_check = t0, last_key_warning = t0 - std::chrono::hours(1);
-  Totals before = totals(), key_check = before;
+  auto last_print = t0, last_auth_check = t0;
+  Totals before = totals();
+  // Refusals by source, said at most every 10 s per source (auth_watch.h).
+  std::unique_ptr<AuthWatch> auth_watch;
+  if (security_.on()) {
+    std::vector<std::string> names;
+    for (const auto& p : cfg_.peers) names.push_back(p.name);
+    auth_watch = std::make_unique<AuthWatch>(std::move(names), crypto::fingerprint(security_.params.secret));
+    auth_watch->poll(auth_snapshot(), t0);
+  }
   // With a job the policy agent approves rounds: tick every millisecond so rounds never wait long.
   const auto tick = agent_ ? std::chrono::milliseconds(1)
                            : std::chrono::milliseconds(std::max<uint32_t>(1, std::min<uint32_t>(cfg_.control.interval_ms, 100)));
@@ -327,22 +349,10 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
       before = t;
       last_print = now;
     }
-    if (security_.on() && now - last_key_check >= std::chrono::seconds(1)) {
-      // Packets from peers that all fail their tags while none opens: the key files differ
-      // (or someone forges traffic). Checked each second, said at most every 10 s, with what
-      // operators compare.
-      const Totals t = totals();
-      const uint64_t bad = t.auth_drops[static_cast<size_t>(dp::AuthDrop::kBadTag)] -
-                           key_check.auth_drops[static_cast<size_t>(dp::AuthDrop::kBadTag)];
-      if (bad > 0 && t.opened == key_check.opened && now - last_key_warning >= std::chrono::seconds(10)) {
-        SG_LOG(WARNING, control, "%s: %llu packets from peers failed authentication in the last second and none "
-                                 "passed: do the key files match? this site's key fingerprint is %s (compare it "
-                                 "with the peers' logs)\n",
-               cfg_.source.c_str(), (unsigned long long)bad, crypto::fingerprint(security_.params.secret).c_str());
-        last_key_warning = now;
-      }
-      key_check = t;
-      last_key_check = now;
+    if (auth_watch && now - last_auth_check >= std::chrono::seconds(1)) {
+      for (const auto& line : auth_watch->poll(auth_snapshot(), now))
+        SG_LOG(WARNING, control, "%s: %s\n", cfg_.source.c_str(), line.c_str());
+      last_auth_check = now;
     }
     if (duration_s > 0 && elapsed >= duration_s) break;
     if (job_ && job_->finished()) break;

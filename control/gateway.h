@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "control/auth_watch.h"
 #include "control/security.h"
 #include "dataplane/engine.h"
 #include "dataplane/gateway_handler.h"
@@ -66,6 +67,7 @@ class Gateway {
   const dp::Neighbours& neighbours() const { return nbrs_; }
   const std::vector<dp::PeerRoute>& routes() const { return routes_; }
   uint64_t data_rx_from_peer(size_t peer_index) const;
+  AuthSnapshot auth_snapshot() const;  // refusals by source (auth_watch.h)
   const dp::JobRunner* job() const { return job_; }
   // The plan in force and its version (copies: the control thread may switch them).
   topo::Plan plan() const {

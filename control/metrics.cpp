@@ -75,6 +75,17 @@ std::string metrics_text(const Gateway& gw) {
   for (size_t i = 0; i < static_cast<size_t>(dp::AuthDrop::kCount); ++i)
     value(o, "auth_refused_total", site + "," + label("reason", dp::auth_drop_name(static_cast<dp::AuthDrop>(i))),
           static_cast<double>(t.auth_drops[i]));
+  {
+    const AuthSnapshot a = gw.auth_snapshot();
+    metric(o, "auth_refused_by_peer_total", "counter",
+           "LTP messages from a configured peer's address (the previous hop) not admitted, by peer and reason.");
+    for (size_t p = 0; p < a.by_peer.size(); ++p)
+      for (size_t i = 0; i < a.by_peer[p].size(); ++i)
+        value(o, "auth_refused_by_peer_total",
+              site + "," + label("peer", gw.config().peers[p].name) + "," +
+                  label("reason", dp::auth_drop_name(static_cast<dp::AuthDrop>(i))),
+              static_cast<double>(a.by_peer[p][i]));
+  }
   metric(o, "sealed_total", "counter", "LTP messages sealed for other gateways.");
   value(o, "sealed_total", site, static_cast<double>(t.sealed));
   metric(o, "opened_total", "counter", "Sealed LTP messages from other gateways that authenticated.");

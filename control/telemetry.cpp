@@ -67,11 +67,21 @@ int links_cb(const char*, const char*, rte_tel_data* d) {
   if (!g_gw) return 0;
   const auto& cfg = g_gw->config();
   const auto views = g_gw->link_views();
+  const AuthSnapshot auth = g_gw->auth_snapshot();
   // DPDK 22.11 nests only arrays in a dict, so peers are flattened: "PEER_key".
   for (size_t i = 0; i < cfg.peers.size(); ++i) {
     const std::string name = key_of(cfg.peers[i].name);
     rte_tel_data_add_dict_string(d, (name + "_address").c_str(), config::format_ipv4(cfg.peers[i].address).c_str());
     rte_tel_data_add_dict_u64(d, (name + "_data_chunks_rx").c_str(), g_gw->data_rx_from_peer(i));
+    if (i < auth.by_peer.size()) {
+      // Messages from this peer's address that were refused: "bad_tag=3,replayed=1" (empty: none).
+      std::string refused;
+      for (size_t r = 0; r < auth.by_peer[i].size(); ++r)
+        if (auth.by_peer[i][r])
+          refused += (refused.empty() ? "" : ",") + std::string(dp::auth_drop_name(static_cast<dp::AuthDrop>(r))) + "=" +
+                     std::to_string(auth.by_peer[i][r]);
+      rte_tel_data_add_dict_string(d, (name + "_auth_refused").c_str(), refused.c_str());
+    }
     for (const auto& v : views) {
       if (v.peer_id != cfg.peers[i].id) continue;
       // Passive estimate of the link from this peer to us, measured from its DATA.

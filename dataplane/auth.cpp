@@ -24,8 +24,8 @@ namespace sg::dp {
 
 static_assert(wire::kAuthTrailerLen == crypto::kTrailerLen);
 
-GatewayHandler::Verdict GatewayHandler::refuse_auth_st(EngineIo& io, rte_mbuf* m, AuthDrop why) {
-  ltp_.auth_drop(why);
+GatewayHandler::Verdict GatewayHandler::refuse_auth_st(EngineIo& io, rte_mbuf* m, const LtpIn& in, AuthDrop why) {
+  ltp_.auth_drop(why, in.prev_hop, in.src.ip);
   io.counters().drop(Drop::kUnauthenticated);
   rte_pktmbuf_free(m);
   return Verdict::kTaken;
@@ -50,11 +50,11 @@ GatewayHandler::Verdict GatewayHandler::admit_source_st(EngineIo& io, rte_mbuf* 
   const bool sealed = (in.common.flags & wire::kFlagSealed) != 0;
   if (in.common.src_node >= sync::kWorkerNodeBase) {
     // Workers speak plain LTP on the LAN: from our subnets only, and never from a peer site.
-    if (in.prev_hop >= 0 || sealed || !on_our_subnets(in.src.ip)) return refuse_auth_st(io, m, AuthDrop::kWorkerRefused);
+    if (in.prev_hop >= 0 || sealed || !on_our_subnets(in.src.ip)) return refuse_auth_st(io, m, in, AuthDrop::kWorkerRefused);
     return Verdict::kDeliver;
   }
-  if (in.prev_hop < 0) return refuse_auth_st(io, m, AuthDrop::kUnknownSource);
-  if (sealed != (opener_ != nullptr)) return refuse_auth_st(io, m, AuthDrop::kUnsealed);
+  if (in.prev_hop < 0) return refuse_auth_st(io, m, in, AuthDrop::kUnknownSource);
+  if (sealed != (opener_ != nullptr)) return refuse_auth_st(io, m, in, AuthDrop::kUnsealed);
   return Verdict::kDeliver;
 }
 
@@ -68,11 +68,11 @@ GatewayHandler::Verdict GatewayHandler::authenticate_st(EngineIo& io, rte_mbuf* 
         opener_->open(hop, std::span<uint8_t>(msg, in.msg.size()), wire::ltp_header_len(in.common.type), &len);
     switch (v) {
       case crypto::OpenVerdict::kOk: break;
-      case crypto::OpenVerdict::kTruncated: return refuse_auth_st(io, m, AuthDrop::kTruncated);
-      case crypto::OpenVerdict::kUnknownEpoch: return refuse_auth_st(io, m, AuthDrop::kUnknownEpoch);
-      case crypto::OpenVerdict::kDuplicate: return refuse_auth_st(io, m, AuthDrop::kReplayed);
-      case crypto::OpenVerdict::kTooOld: return refuse_auth_st(io, m, AuthDrop::kTooOld);
-      case crypto::OpenVerdict::kBadTag: return refuse_auth_st(io, m, AuthDrop::kBadTag);
+      case crypto::OpenVerdict::kTruncated: return refuse_auth_st(io, m, in, AuthDrop::kTruncated);
+      case crypto::OpenVerdict::kUnknownEpoch: return refuse_auth_st(io, m, in, AuthDrop::kUnknownEpoch);
+      case crypto::OpenVerdict::kDuplicate: return refuse_auth_st(io, m, in, AuthDrop::kReplayed);
+      case crypto::OpenVerdict::kTooOld: return refuse_auth_st(io, m, in, AuthDrop::kTooOld);
+      case crypto::OpenVerdict::kBadTag: return refuse_auth_st(io, m, in, AuthDrop::kBadTag);
     }
     ltp_.opened.add();
     in.msg = std::span<const uint8_t>(msg, len);
@@ -84,16 +84,16 @@ GatewayHandler::Verdict GatewayHandler::authenticate_st(EngineIo& io, rte_mbuf* 
     if (pathid::is_relayed(pid)) relay_dst = pathid::destination(pid);
   }
   if (relay_dst == 0) {
-    if (in.common.src_node != hop) return refuse_auth_st(io, m, AuthDrop::kSpoofed);
+    if (in.common.src_node != hop) return refuse_auth_st(io, m, in, AuthDrop::kSpoofed);
   } else if (relay_dst == cfg_.site.id) {
     // Ours via a relay: the origin must be a peer other than the relay that sealed it.
     if (in.common.src_node == hop || peer_index_of_node(in.common.src_node) < 0)
-      return refuse_auth_st(io, m, AuthDrop::kRelayRefused);
+      return refuse_auth_st(io, m, in, AuthDrop::kRelayRefused);
     in.relayed_to_us = true;
   } else {
     // For another site: the origin sends its relayed copies to us directly.
-    if (in.common.src_node != hop) return refuse_auth_st(io, m, AuthDrop::kSpoofed);
-    if (peer_index_of_node(relay_dst) < 0) return refuse_auth_st(io, m, AuthDrop::kRelayRefused);
+    if (in.common.src_node != hop) return refuse_auth_st(io, m, in, AuthDrop::kSpoofed);
+    if (peer_index_of_node(relay_dst) < 0) return refuse_auth_st(io, m, in, AuthDrop::kRelayRefused);
     relay_st(io, m, in.off, in.msg.size(), relay_dst);
     return Verdict::kTaken;
   }
@@ -102,7 +102,7 @@ GatewayHandler::Verdict GatewayHandler::authenticate_st(EngineIo& io, rte_mbuf* 
     // The control thread reads the whole frame: it must end where the message does now.
     std::span<uint8_t> frame(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m));
     auto f = wire::parse_udp_frame(frame, wire::FrameChecks{false, false});
-    if (!f || !wire::shrink_udp_payload(frame, *f, in.msg.size())) return refuse_auth_st(io, m, AuthDrop::kTruncated);
+    if (!f || !wire::shrink_udp_payload(frame, *f, in.msg.size())) return refuse_auth_st(io, m, in, AuthDrop::kTruncated);
     const size_t end = f->payload_offset + in.msg.size();
     if (rte_pktmbuf_data_len(m) > end) rte_pktmbuf_trim(m, static_cast<uint16_t>(rte_pktmbuf_data_len(m) - end));
   }

@@ -121,7 +121,7 @@ class GatewayHandler final : public PacketHandler {
   // the claimed sender checked, relayed copies for other sites sent on (kTaken).
   Verdict admit_source_st(EngineIo& io, rte_mbuf* m, LtpIn& in);
   Verdict authenticate_st(EngineIo& io, rte_mbuf* m, LtpIn& in);
-  Verdict refuse_auth_st(EngineIo& io, rte_mbuf* m, AuthDrop why);
+  Verdict refuse_auth_st(EngineIo& io, rte_mbuf* m, const LtpIn& in, AuthDrop why);
   int peer_index_of_addr(uint32_t ipv4) const;
   bool on_our_subnets(uint32_t ipv4) const;
   void count_rx(const LtpIn& in, EngineIo& io);

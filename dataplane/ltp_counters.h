@@ -50,7 +50,23 @@ struct LtpCounters {
   // Authentication (lib/crypto): messages opened, sealed, and refused by reason.
   Counter opened, sealed, seal_failed;
   std::array<Counter, static_cast<size_t>(AuthDrop::kCount)> auth_drops{};
-  void auth_drop(AuthDrop d) { auth_drops[static_cast<size_t>(d)].add(); }
+  // The same refusals by source: by the previous hop's peer index (first 64 peers), so an
+  // operator sees which link carries forgeries or a wrong key, and from addresses that are
+  // no peer, with the last such address (host order).
+  using AuthDropCounts = std::array<Counter, static_cast<size_t>(AuthDrop::kCount)>;
+  std::array<AuthDropCounts, kPeersCounted> auth_drops_from_site{};
+  AuthDropCounts auth_drops_from_stranger{};
+  std::atomic<uint32_t> last_refused_stranger{0};
+  void auth_drop(AuthDrop d, int peer_index, uint32_t src_ip) {
+    const auto r = static_cast<size_t>(d);
+    auth_drops[r].add();
+    if (peer_index < 0) {
+      auth_drops_from_stranger[r].add();
+      last_refused_stranger.store(src_ip, std::memory_order_relaxed);
+    } else if (static_cast<size_t>(peer_index) < kPeersCounted) {
+      auth_drops_from_site[static_cast<size_t>(peer_index)][r].add();
+    }
+  }
 };
 
 }  // namespace sg::dp

@@ -664,6 +664,20 @@ TEST(GatewayRounds, ForgedReplayedAndWrongKeyFramesNeverReachTheJob) {
   EXPECT_EQ(count(AuthDrop::kUnsealed), 50u);
   EXPECT_EQ(count(AuthDrop::kUnknownSource), 50u);
   EXPECT_EQ(count(AuthDrop::kReplayed) + count(AuthDrop::kTooOld), replays);
+  // The same refusals by source: all but the strangers' came from site 2's address.
+  int site2_index = -1;
+  for (size_t i = 0; i < s.cfg.peers.size(); ++i)
+    if (s.cfg.peers[i].address.host_order == 0x0a000002) site2_index = static_cast<int>(i);
+  ASSERT_GE(site2_index, 0);
+  const auto& from2 = c.auth_drops_from_site[static_cast<size_t>(site2_index)];
+  auto from = [](const auto& row, AuthDrop d) { return row[static_cast<size_t>(d)].get(); };
+  EXPECT_EQ(from(from2, AuthDrop::kSpoofed), 20u);
+  EXPECT_EQ(from(from2, AuthDrop::kBadTag), 16u + 50u);
+  EXPECT_EQ(from(from2, AuthDrop::kUnsealed), 50u);
+  EXPECT_EQ(from(from2, AuthDrop::kUnknownSource), 0u);
+  EXPECT_EQ(from(c.auth_drops_from_stranger, AuthDrop::kUnknownSource), 50u);
+  EXPECT_EQ(from(c.auth_drops_from_stranger, AuthDrop::kBadTag), 0u);
+  EXPECT_EQ(c.last_refused_stranger.load(), 0x0a000063u);
   EXPECT_EQ(s.engine->counters().drops[static_cast<size_t>(Drop::kUnauthenticated)].get(), in.size());
   EXPECT_EQ(c.data_rx.get() + c.ack_rx.get() + c.close_rx.get(), delivered_before) << "nothing reached the job";
   EXPECT_EQ(s.job->counters().rounds.get(), rounds_before);

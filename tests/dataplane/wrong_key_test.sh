@@ -52,10 +52,13 @@ done
 pids=()
 warned=0
 for s in a b; do
-  echo "--- site $s"; grep -E 'fingerprint|key files|sealed:|job 1:|mbuf pool' "$tmp/$s.log"
+  echo "--- site $s"; grep -E 'fingerprint|key files|messages from|sealed:|job 1:|mbuf pool' "$tmp/$s.log"
   grep -qE 'sealed: [0-9]+ messages sealed, 0 opened' "$tmp/$s.log" || fail "site $s opened a packet sealed under another key"
   if grep -qE 'refused:.* bad_tag=[1-9]' "$tmp/$s.log"; then
     grep -q 'do the key files match' "$tmp/$s.log" || fail "site $s refused forged packets but did not say the key files may differ"
+    # ... and which peer they came from, with the reason, at most once per 10 s per source.
+    n=$(grep -cE 'messages from peer [a-z-]+: [0-9]+ refused \(.*bad_tag [0-9]+' "$tmp/$s.log")
+    [[ $n -ge 1 && $n -le 2 ]] || fail "site $s: $n lines naming the peer whose packets were refused (want 1 or 2 in 8 s)"
     warned=$((warned + 1))
   fi
   grep -qE 'job 1: 0 rounds ' "$tmp/$s.log" || fail "site $s began a round without agreeing on a policy with its peer"
