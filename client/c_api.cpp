@@ -24,6 +24,7 @@ void sg_worker_options_init(sg_worker_options* o) {
   o->chunk_bytes = d.chunk_bytes;
   o->bind_host = "0.0.0.0";
   o->bind_port = 0;
+  o->token_file = nullptr;
 }
 
 int sg_worker_open(const sg_worker_options* o, sg_worker** out) {
@@ -45,6 +46,7 @@ int sg_worker_open(const sg_worker_options* o, sg_worker** out) {
     wo.chunk_bytes = o->chunk_bytes;
     wo.bind_host = o->bind_host ? o->bind_host : "0.0.0.0";
     wo.bind_port = o->bind_port;
+    wo.token_file = o->token_file ? o->token_file : "";
     h->w = std::make_unique<sg::client::Worker>(wo);
     if (!h->w->status().ok()) {
       h->error = h->w->status().message;

@@ -41,6 +41,7 @@ typedef struct sg_worker_options {
   uint32_t chunk_bytes;     /* default 1344 */
   const char* bind_host;    /* default "0.0.0.0" */
   uint16_t bind_port;       /* default 0 (any) */
+  const char* token_file;   /* the gateway's job.token_file; default NULL (plain LTP) */
 } sg_worker_options;
 
 typedef struct sg_worker sg_worker;

@@ -59,6 +59,7 @@ class UdpBatch {
   // error such as ECONNREFUSED, see last_errno()). Datagram i is data(i), from from(i).
   int receive();
   std::span<const uint8_t> data(int i) const { return {rx_buf_.data() + i * kMaxDatagram, rx_len_[i]}; }
+  std::span<uint8_t> data(int i) { return {rx_buf_.data() + i * kMaxDatagram, rx_len_[i]}; }  // opened in place
   const sockaddr_in& from(int i) const { return rx_from_[i]; }
 
   // Waits until readable or `deadline` (monotonic ns) passes. True if readable.

@@ -2,15 +2,20 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "common/rng.h"
+#include "crypto/keys.h"
+#include "crypto/peer_sessions.h"
 #include "ltp/delivery_rate_controller.h"
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
 #include "udp_batch.h"
 #include "wire/ltp_codec.h"
+#include "wire/ltp_header.h"
 
 namespace sg::client {
 
@@ -97,6 +102,38 @@ class ResultSink final : public ltp::ReceiverSink {
   bool ended_ = false;
 };
 
+// With a job token: every message to the gateway sealed toward it (header authenticated,
+// the rest encrypted), as the gateway's workers' opener expects.
+class SealingSink final : public ltp::PacketSink {
+ public:
+  SealingSink(ltp::PacketSink& inner, crypto::Sealer& sealer, uint16_t gateway)
+      : inner_(inner), sealer_(sealer), gateway_(gateway), buf_(kMaxDatagram) {}
+  void send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::span<const uint8_t> payload) override {
+    const size_t len = head.size() + payload.size();
+    if (len + crypto::kTrailerLen > buf_.size()) {
+      ++failed_;
+      return;
+    }
+    std::memcpy(buf_.data(), head.data(), head.size());
+    if (!payload.empty()) std::memcpy(buf_.data() + head.size(), payload.data(), payload.size());
+    buf_[offsetof(wire::LtpCommon, flags)] |= wire::kFlagSealed;
+    const size_t n = sealer_.seal(gateway_, buf_, len, wire::ltp_header_len(meta.type));
+    if (n == 0) {
+      ++failed_;
+      return;
+    }
+    inner_.send(meta, std::span<const uint8_t>(buf_.data(), n), {});
+  }
+  uint64_t failed() const { return failed_; }
+
+ private:
+  ltp::PacketSink& inner_;
+  crypto::Sealer& sealer_;
+  uint16_t gateway_;
+  std::vector<uint8_t> buf_;
+  uint64_t failed_ = 0;
+};
+
 std::string seconds(Nanos t) {
   char b[32];
   std::snprintf(b, sizeof(b), "%.3g s", static_cast<double>(t) / kSecond);
@@ -107,7 +144,14 @@ std::string seconds(Nanos t) {
 
 struct Worker::Impl {
   UdpBatch sock;
-  UdpSink tx{sock};
+  UdpSink udp{sock};
+  // With a token (WorkerOptions::token_file): sealer toward the gateway, opener for what it
+  // sends; `tx` is then the sealing sink.
+  std::unique_ptr<crypto::Sealer> sealer;
+  std::unique_ptr<crypto::Opener> opener;
+  std::unique_ptr<SealingSink> sealing;
+  ltp::PacketSink* tx = &udp;
+  uint64_t refused = 0;  // received messages that did not open (or were plain with a token)
   sockaddr_in gateway{};
   ltp::DeliveryRateController rc;
   Rng rng{1};
@@ -138,6 +182,29 @@ Worker::Worker(const WorkerOptions& opts) : opts_(opts), impl_(std::make_unique<
     return;
   }
   impl_->rng = Rng(0x5347ull << 32 | opts_.worker_index);
+  if (!opts_.token_file.empty()) {
+    crypto::SecretFile f = crypto::load_secret(opts_.token_file);
+    if (f.secret.empty()) {
+      fail(ErrorCode::kInvalidArgument, "token_file: " + f.error);
+      return;
+    }
+    crypto::PeerSecurity sec;  // as the gateway's load_worker_security, seen from the worker
+    sec.secret = std::move(f.secret);
+    sec.suite = crypto::Suite::kAes128Gcm;
+    sec.protection = crypto::Protection::kEncrypt;
+    sec.first_epoch = crypto::boot_epoch(static_cast<uint64_t>(std::time(nullptr)));
+    sec.self = static_cast<uint16_t>(kWorkerNodeBase + opts_.worker_index);
+    sec.peers = {opts_.gateway_node};
+    sec.lanes = crypto::kMaxLanes;  // the gateway's engines seal as lanes of their own
+    impl_->sealer = std::make_unique<crypto::Sealer>(sec, 0);
+    impl_->opener = std::make_unique<crypto::Opener>(sec);
+    if (!impl_->sealer->ok()) {
+      fail(ErrorCode::kInvalidArgument, "token_file: the crypto library refused the token's keys");
+      return;
+    }
+    impl_->sealing = std::make_unique<SealingSink>(impl_->udp, *impl_->sealer, opts_.gateway_node);
+    impl_->tx = impl_->sealing.get();
+  }
 }
 
 Worker::~Worker() = default;
@@ -185,7 +252,7 @@ Status Worker::allreduce(const float* in, float* out, size_t n, uint32_t round, 
     target = m.tmp.data();
   }
   m.result.reset(round, target, in, n, opts_.chunk_bytes, chunks);
-  m.recv->begin_round(opts_.job, round, 0, now, m.result, m.tx);
+  m.recv->begin_round(opts_.job, round, 0, now, m.result, *m.tx);
 
   ltp::TransferSpec spec;
   spec.job = opts_.job;
@@ -216,11 +283,22 @@ Status Worker::allreduce(const float* in, float* out, size_t n, uint32_t round, 
       if (r == 0) break;
       now = monotonic_now();
       for (int i = 0; i < r; ++i) {
-        const auto msg = m.sock.data(i);
+        std::span<const uint8_t> msg = m.sock.data(i);
         auto c = wire::parse_common(msg);
         if (!c) continue;
+        if (m.opener) {
+          // Only what the gateway sealed with the job token counts.
+          size_t len = 0;
+          if (!(c->flags & wire::kFlagSealed) ||
+              m.opener->open(opts_.gateway_node, m.sock.data(i), wire::ltp_header_len(c->type), &len) !=
+                  crypto::OpenVerdict::kOk) {
+            ++m.refused;
+            continue;
+          }
+          msg = msg.first(len);
+        }
         if (c->type == wire::MsgType::kData) {
-          m.recv->on_packet(msg, now, m.result, m.tx);
+          m.recv->on_packet(msg, now, m.result, *m.tx);
         } else {
           m.push->on_packet(msg, now);
         }
@@ -228,8 +306,8 @@ Status Worker::allreduce(const float* in, float* out, size_t n, uint32_t round, 
       if (r < static_cast<int>(kBatch)) break;
     }
     now = monotonic_now();
-    Nanos next = m.recv->poll(now, m.result, m.tx);
-    if (!m.push->done()) next = std::min(next, m.push->poll(now, m.tx));
+    Nanos next = m.recv->poll(now, m.result, *m.tx);
+    if (!m.push->done()) next = std::min(next, m.push->poll(now, *m.tx));
     if (!m.sock.flush() && m.sock.last_errno() == ECONNREFUSED) refused_seen = true;
 
     if (m.push->state() == ltp::SenderState::kClosed) {
@@ -254,6 +332,7 @@ Status Worker::allreduce(const float* in, float* out, size_t n, uint32_t round, 
       m.stats.datagrams_sent = m.sock.stats().sent;
       m.stats.datagrams_received = m.sock.stats().received;
       m.stats.send_dropped = m.sock.stats().send_dropped;
+      m.stats.refused = m.refused;
       m.stats.last_round_seconds = static_cast<double>(monotonic_now() - started) / kSecond;
       return {};
     }
@@ -264,6 +343,13 @@ Status Worker::allreduce(const float* in, float* out, size_t n, uint32_t round, 
         msg = "gateway " + gw + " unreachable: no answer within " + seconds(timeout) + " (sent " +
               std::to_string(m.push->stats().data_sent) + " DATA packets)";
         if (refused_seen) msg += "; ICMP port unreachable: nothing listens on that UDP port";
+        if (m.refused > 0)
+          msg += "; " + std::to_string(m.refused) + " answers did not authenticate with the token: does token_file " +
+                 "match the gateway's job.token_file?";
+        else if (!m.opener)
+          msg += " (a gateway with a job.token_file drops pushes without its token: pass the same token_file)";
+        else
+          msg += " (a gateway with another job.token_file, or none, drops these pushes: check the token)";
       } else if (acked < chunks && m.push->state() == ltp::SenderState::kRunning) {
         msg = "gateway " + gw + ": push of round " + std::to_string(round) + " stalled at " + std::to_string(acked) +
               "/" + std::to_string(chunks) + " chunks acknowledged after " + seconds(timeout);

@@ -47,6 +47,10 @@ struct WorkerOptions {
   uint32_t chunk_bytes = 1344;    // the gateway's transport.chunk_bytes
   std::string bind_host = "0.0.0.0";
   uint16_t bind_port = 0;         // 0: any
+  // The job's token file (the gateway's job.token_file): with it, everything to and from the
+  // gateway is sealed with keys derived from it (lib/crypto); without it, plain LTP. It must
+  // match the gateway: a gateway with a token drops a worker's plain or wrongly sealed pushes.
+  std::string token_file;
 };
 
 struct WorkerStats {
@@ -56,6 +60,7 @@ struct WorkerStats {
   uint64_t datagrams_sent = 0;
   uint64_t datagrams_received = 0;
   uint64_t send_dropped = 0;
+  uint64_t refused = 0;           // messages that did not authenticate with the token
   double last_round_seconds = 0;
 };
 

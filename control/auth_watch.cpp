@@ -69,7 +69,7 @@ std::vector<std::string> AuthWatch::poll(const AuthSnapshot& s, Clock::time_poin
     if (due(peers_[i], s.by_peer[i], now, &what))
       lines.push_back("messages from peer " + names_[i] + ": " + what);
   if (due(strangers_, s.strangers, now, &what))
-    lines.push_back("messages from addresses that are no configured peer: " + what + ", the last from " +
+    lines.push_back("messages from addresses of no peer site (local workers or strangers): " + what + ", the last from " +
                     ipv4_text(s.last_stranger));
   return lines;
 }

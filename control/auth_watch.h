@@ -4,8 +4,9 @@
 //
 // Per source, a line at most every `every` (10 s by default) with what that source had
 // refused since its last line: a forger who floods us gets one line per period, not one per
-// packet. Refusals from addresses that are no peer form one source (they are dropped on an
-// address compare, before any key is used; the line names the last such address).
+// packet. Refusals from addresses of no peer site form one source -- strangers, dropped on an
+// address compare before any key is used, and local workers without the job token -- and
+// the line names the last such address.
 //
 // Failures are rate-limited only here, in what they cost the log -- not by ignoring a source
 // that failed too often. Every address that reaches a tag check is a configured peer's, and

@@ -41,7 +41,8 @@ bool Gateway::start() {
   }
   {
     std::string err;
-    if (!load_peer_security(cfg_, security_.params, err) || !security_.build(workers, err)) {
+    if (!load_peer_security(cfg_, security_.params, err) || !load_worker_security(cfg_, security_.worker_params, err) ||
+        !security_.build(workers, err)) {
       SG_LOG(ERR, control, "%s\n", err.c_str());
       return false;
     }
@@ -53,6 +54,13 @@ bool Gateway::start() {
     else if (!cfg_.peers.empty())
       SG_LOG(WARNING, control, "%s: security.mode is plain: traffic between gateways is NOT authenticated; anyone "
                               "who reaches this gateway's UDP port can alter training (experiments only)\n",
+             cfg_.source.c_str());
+    if (security_.workers_sealed())
+      SG_LOG(INFO, control, "workers admitted with the job token (fingerprint %s) from this gateway's subnets\n",
+             crypto::fingerprint(security_.worker_params.secret).c_str());
+    else if (cfg_.job.workers > 0)
+      SG_LOG(WARNING, control, "%s: job.token_file is not set: any host on this gateway's subnets can push into "
+                              "the job and read its results\n",
              cfg_.source.c_str());
   }
   const uint32_t n = dp::mbufs_needed(cfg_, workers);
@@ -78,6 +86,7 @@ bool Gateway::start() {
     handlers_.push_back(std::make_unique<dp::GatewayHandler>(cfg_, ports_, nbrs_, routes_, w == 0));
     if (security_.on())
       handlers_.back()->attach_security(security_.engine_openers[w].get(), security_.engine_sealers[w].get());
+    if (security_.workers_sealed()) handlers_.back()->attach_worker_security(security_.worker_openers[w].get());
     engines_.push_back(std::make_unique<dp::Engine>(ports_, pool_, *handlers_.back(), ep));
   }
   if (cfg_.job.model_bytes) {
@@ -90,6 +99,7 @@ bool Gateway::start() {
       dp::LtpCounters& lc = const_cast<dp::LtpCounters&>(handlers_[q]->ltp());
       ltp_txs_.push_back(std::make_unique<dp::LtpTx>(ports_, nbrs_, routes_, lc));
       if (security_.on()) ltp_txs_.back()->set_sealer(security_.engine_sealers[q].get());
+      if (security_.workers_sealed()) ltp_txs_.back()->set_worker_sealer(security_.worker_sealers[q].get());
       jobs_.push_back(std::make_unique<dp::JobRunner>(cfg_, plan_, policy_version_, *ltp_txs_.back(),
                                                       dp::ShardRole{q, workers}));
       handlers_[q]->attach_job(jobs_.back().get(), ltp_txs_.back().get());
@@ -327,7 +337,7 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
   Totals before = totals();
   // Refusals by source, said at most every 10 s per source (auth_watch.h).
   std::unique_ptr<AuthWatch> auth_watch;
-  if (security_.on()) {
+  if (security_.on() || security_.workers_sealed()) {
     std::vector<std::string> names;
     for (const auto& p : cfg_.peers) names.push_back(p.name);
     auth_watch = std::make_unique<AuthWatch>(std::move(names), crypto::fingerprint(security_.params.secret));
@@ -380,7 +390,7 @@ bool Gateway::stop() {
     if (t.drop_by_reason[i])
       drops += std::string(" ") + dp::drop_reason_name(static_cast<dp::Drop>(i)) + "=" + std::to_string(t.drop_by_reason[i]);
   std::printf("[%s] drops:%s\n", cfg_.site.name.c_str(), drops.empty() ? " none" : drops.c_str());
-  if (security_.on()) {
+  if (security_.on() || security_.workers_sealed()) {
     std::string refused;
     for (size_t i = 0; i < static_cast<size_t>(dp::AuthDrop::kCount); ++i)
       if (t.auth_drops[i])

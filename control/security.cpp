@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "crypto/keys.h"
+#include "sync/local_group.h"
 
 namespace sg::ctl {
 
@@ -34,10 +35,44 @@ bool load_peer_security(const config::GatewayConfig& cfg, crypto::PeerSecurity& 
   return true;
 }
 
+bool load_worker_security(const config::GatewayConfig& cfg, crypto::PeerSecurity& out, std::string& err) {
+  out = crypto::PeerSecurity{};
+  if (cfg.job.token_file.empty()) return true;
+  crypto::SecretFile f = crypto::load_secret(cfg.job.token_file);
+  if (f.secret.empty()) {
+    err = cfg.source + ": job.token_file: " + f.error + " (make one with: stormgate --keygen " + cfg.job.token_file + ")";
+    return false;
+  }
+  out.secret = std::move(f.secret);
+  // Fixed, so that a worker needs only the token: AES-128-GCM, encrypted (gradients and
+  // results stay private on the LAN too).
+  out.suite = crypto::Suite::kAes128Gcm;
+  out.protection = crypto::Protection::kEncrypt;
+  out.replay_window = cfg.security.replay_window;
+  out.rekey_after = cfg.security.rekey_after_packets;
+  out.first_epoch = crypto::boot_epoch(static_cast<uint64_t>(std::time(nullptr)));
+  out.self = cfg.site.id;
+  for (uint32_t w = 0; w < cfg.job.workers; ++w) out.peers.push_back(static_cast<uint16_t>(sync::kWorkerNodeBase + w));
+  out.lanes = 1;  // a worker is one thread
+  return true;
+}
+
 bool GatewaySecurity::build(unsigned engines, std::string& err) {
+  bool ok = true;
+  if (!worker_params.secret.empty()) {
+    for (unsigned q = 0; q < engines; ++q) {
+      worker_sealers.push_back(std::make_unique<crypto::Sealer>(worker_params, engine_lane(q)));
+      worker_openers.push_back(std::make_unique<crypto::Opener>(worker_params));
+      ok = ok && worker_sealers.back()->ok();
+    }
+    if (!ok) {
+      err = std::string("OpenSSL refused the job token's ") + crypto::suite_name(worker_params.suite) + " keys";
+      return false;
+    }
+  }
   if (params.secret.empty()) return true;  // plain
   control = std::make_unique<crypto::Sealer>(params, kControlLane);
-  bool ok = control->ok();
+  ok = control->ok();
   for (unsigned q = 0; q < engines; ++q) {
     engine_sealers.push_back(std::make_unique<crypto::Sealer>(params, engine_lane(q)));
     engine_openers.push_back(std::make_unique<crypto::Opener>(params));

@@ -21,13 +21,24 @@ inline uint8_t engine_lane(unsigned engine) { return static_cast<uint8_t>(engine
 // `err` naming the file and the problem. Plain mode: true and out.secret empty.
 bool load_peer_security(const config::GatewayConfig& cfg, crypto::PeerSecurity& out, std::string& err);
 
-// What one gateway process holds: a sealer per sending thread, an opener per engine.
+// The job's token (job.token_file) turned into sessions with the site's workers: keys per
+// directed (gateway site, worker node) pair from the token, like between gateways. Workers
+// seal as lane 0; the gateway's engines seal toward them as their own lanes. No token: true
+// and out.secret empty.
+bool load_worker_security(const config::GatewayConfig& cfg, crypto::PeerSecurity& out, std::string& err);
+
+// What one gateway process holds: a sealer per sending thread, an opener per engine; and,
+// with a job token, a sealer and an opener per engine for the workers.
 struct GatewaySecurity {
   crypto::PeerSecurity params;
   std::unique_ptr<crypto::Sealer> control;
   std::vector<std::unique_ptr<crypto::Sealer>> engine_sealers;
   std::vector<std::unique_ptr<crypto::Opener>> engine_openers;
+  crypto::PeerSecurity worker_params;
+  std::vector<std::unique_ptr<crypto::Sealer>> worker_sealers;
+  std::vector<std::unique_ptr<crypto::Opener>> worker_openers;
   bool on() const { return control != nullptr; }
+  bool workers_sealed() const { return !worker_sealers.empty(); }
   // Builds the sessions for `engines` engines; false with err if OpenSSL refused a key.
   bool build(unsigned engines, std::string& err);
 };

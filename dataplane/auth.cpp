@@ -49,8 +49,10 @@ GatewayHandler::Verdict GatewayHandler::admit_source_st(EngineIo& io, rte_mbuf* 
   in.prev_hop = peer_index_of_addr(in.src.ip);
   const bool sealed = (in.common.flags & wire::kFlagSealed) != 0;
   if (in.common.src_node >= sync::kWorkerNodeBase) {
-    // Workers speak plain LTP on the LAN: from our subnets only, and never from a peer site.
-    if (in.prev_hop >= 0 || sealed || !on_our_subnets(in.src.ip)) return refuse_auth_st(io, m, in, AuthDrop::kWorkerRefused);
+    // Workers: from our subnets only, never from a peer site; sealed with the job token's
+    // keys if there is one, else plain.
+    if (in.prev_hop >= 0 || !on_our_subnets(in.src.ip)) return refuse_auth_st(io, m, in, AuthDrop::kWorkerRefused);
+    if (sealed != (worker_opener_ != nullptr)) return refuse_auth_st(io, m, in, AuthDrop::kUnsealed);
     return Verdict::kDeliver;
   }
   if (in.prev_hop < 0) return refuse_auth_st(io, m, in, AuthDrop::kUnknownSource);
@@ -58,25 +60,35 @@ GatewayHandler::Verdict GatewayHandler::admit_source_st(EngineIo& io, rte_mbuf* 
   return Verdict::kDeliver;
 }
 
-GatewayHandler::Verdict GatewayHandler::authenticate_st(EngineIo& io, rte_mbuf* m, LtpIn& in) {
-  if (in.common.src_node >= sync::kWorkerNodeBase) return Verdict::kDeliver;  // admitted by subnet
-  const uint16_t hop = cfg_.peers[static_cast<size_t>(in.prev_hop)].id;
-  if (opener_) {
-    uint8_t* msg = rte_pktmbuf_mtod(m, uint8_t*) + in.off;
-    size_t len = 0;
-    const crypto::OpenVerdict v =
-        opener_->open(hop, std::span<uint8_t>(msg, in.msg.size()), wire::ltp_header_len(in.common.type), &len);
-    switch (v) {
-      case crypto::OpenVerdict::kOk: break;
-      case crypto::OpenVerdict::kTruncated: return refuse_auth_st(io, m, in, AuthDrop::kTruncated);
-      case crypto::OpenVerdict::kUnknownEpoch: return refuse_auth_st(io, m, in, AuthDrop::kUnknownEpoch);
-      case crypto::OpenVerdict::kDuplicate: return refuse_auth_st(io, m, in, AuthDrop::kReplayed);
-      case crypto::OpenVerdict::kTooOld: return refuse_auth_st(io, m, in, AuthDrop::kTooOld);
-      case crypto::OpenVerdict::kBadTag: return refuse_auth_st(io, m, in, AuthDrop::kBadTag);
-    }
-    ltp_.opened.add();
-    in.msg = std::span<const uint8_t>(msg, len);
+// Opens m's message in place with `opener` (sealed by `from`); false: refused and freed.
+bool GatewayHandler::open_st(EngineIo& io, rte_mbuf* m, LtpIn& in, crypto::Opener& opener, uint16_t from) {
+  uint8_t* msg = rte_pktmbuf_mtod(m, uint8_t*) + in.off;
+  size_t len = 0;
+  AuthDrop why;
+  switch (opener.open(from, std::span<uint8_t>(msg, in.msg.size()), wire::ltp_header_len(in.common.type), &len)) {
+    case crypto::OpenVerdict::kOk:
+      ltp_.opened.add();
+      in.msg = std::span<const uint8_t>(msg, len);
+      return true;
+    case crypto::OpenVerdict::kTruncated: why = AuthDrop::kTruncated; break;
+    case crypto::OpenVerdict::kUnknownEpoch: why = AuthDrop::kUnknownEpoch; break;
+    case crypto::OpenVerdict::kDuplicate: why = AuthDrop::kReplayed; break;
+    case crypto::OpenVerdict::kTooOld: why = AuthDrop::kTooOld; break;
+    default: why = AuthDrop::kBadTag; break;
   }
+  refuse_auth_st(io, m, in, why);
+  return false;
+}
+
+GatewayHandler::Verdict GatewayHandler::authenticate_st(EngineIo& io, rte_mbuf* m, LtpIn& in) {
+  if (in.common.src_node >= sync::kWorkerNodeBase) {
+    // Admitted by subnet; with a job token also by its seal (a node id beyond the job's
+    // workers has no key: refused as kUnknownEpoch, like an unknown peer).
+    if (worker_opener_ && !open_st(io, m, in, *worker_opener_, in.common.src_node)) return Verdict::kTaken;
+    return Verdict::kDeliver;
+  }
+  const uint16_t hop = cfg_.peers[static_cast<size_t>(in.prev_hop)].id;
+  if (opener_ && !open_st(io, m, in, *opener_, hop)) return Verdict::kTaken;
   // Identity: the header names its sender; the seal proved which site sent the packet.
   uint16_t relay_dst = 0;
   if (in.common.type == wire::MsgType::kData && in.msg.size() >= sizeof(wire::DataHeader)) {

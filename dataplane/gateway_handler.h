@@ -77,6 +77,9 @@ class GatewayHandler final : public PacketHandler {
     opener_ = opener;
     sealer_ = sealer;
   }
+  // The job's token (job.token_file): workers' messages must be sealed with its keys, and
+  // `opener` checks them. Without it workers are admitted by subnet only.
+  void attach_worker_security(crypto::Opener* opener) { worker_opener_ = opener; }
   void on_stop_st(EngineIo& io) override;
 
   void on_rx_st(EngineIo& io, uint16_t port_index, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc) override;
@@ -122,6 +125,7 @@ class GatewayHandler final : public PacketHandler {
   Verdict admit_source_st(EngineIo& io, rte_mbuf* m, LtpIn& in);
   Verdict authenticate_st(EngineIo& io, rte_mbuf* m, LtpIn& in);
   Verdict refuse_auth_st(EngineIo& io, rte_mbuf* m, const LtpIn& in, AuthDrop why);
+  bool open_st(EngineIo& io, rte_mbuf* m, LtpIn& in, crypto::Opener& opener, uint16_t from);
   int peer_index_of_addr(uint32_t ipv4) const;
   bool on_our_subnets(uint32_t ipv4) const;
   void count_rx(const LtpIn& in, EngineIo& io);
@@ -153,6 +157,7 @@ class GatewayHandler final : public PacketHandler {
   Rng impair_rng_;
   crypto::Opener* opener_ = nullptr;
   crypto::Sealer* sealer_ = nullptr;
+  crypto::Opener* worker_opener_ = nullptr;
 };
 
 }  // namespace sg::dp

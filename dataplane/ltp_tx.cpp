@@ -99,7 +99,8 @@ void LtpTx::send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::sp
   const uint16_t sport = r == &worker_route ? ltp_port_ : r->src_udp_port;
   const wire::UdpFrameSpec spec = udp_spec(ports_[r->port_index], nh, r->peer_ipv4, sport, r->peer_udp_port);
   const size_t hr = wire::udp_frame_headroom(spec);
-  const bool seal = sealer_ && r != &worker_route;
+  crypto::Sealer* const sealer = r == &worker_route ? worker_sealer_ : sealer_;
+  const bool seal = sealer != nullptr;
   size_t msg = head.size() + payload.size();
   const size_t room = msg + (seal ? wire::kAuthTrailerLen : 0);
   rte_mbuf* m = rte_pktmbuf_alloc(io_->pool());
@@ -125,7 +126,7 @@ void LtpTx::send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::sp
     // Sealed for the next hop: a relayed copy is opened (and sealed again) by the relay.
     const uint16_t hop = r->via ? r->via : meta.peer_node;
     p[hr + offsetof(wire::LtpCommon, flags)] |= wire::kFlagSealed;
-    msg = sealer_->seal(hop, std::span<uint8_t>(p + hr, room), msg, wire::ltp_header_len(meta.type));
+    msg = sealer->seal(hop, std::span<uint8_t>(p + hr, room), msg, wire::ltp_header_len(meta.type));
     if (msg == 0) {
       rte_pktmbuf_free(m);
       c_.seal_failed.add();

@@ -15,7 +15,8 @@
 //
 // Sealing: with a Sealer (lib/crypto, this thread's lane) every message to a site is sealed
 // for the next hop -- the relay for a relayed copy -- once its header is final (path_id is
-// written first: it is authenticated). Workers on the LAN get plain LTP.
+// written first: it is authenticated). Workers on the LAN get plain LTP, or with a job token
+// LTP sealed toward the worker (set_worker_sealer).
 #pragma once
 
 #include <vector>
@@ -61,6 +62,8 @@ class LtpTx final : public ltp::PacketSink {
   // queue). Empty (the default): every packet leaves on the bound engine's queue.
   void set_tx_rings(std::vector<rte_ring*> rings) { rings_ = std::move(rings); }
   void set_sealer(crypto::Sealer* s) { sealer_ = s; }
+  // With a job token: what goes to the site's workers is sealed toward the worker's node.
+  void set_worker_sealer(crypto::Sealer* s) { worker_sealer_ = s; }
   Sprayer& sprayer() { return spray_; }
   const Sprayer& sprayer() const { return spray_; }
 
@@ -83,6 +86,7 @@ class LtpTx final : public ltp::PacketSink {
   std::vector<rte_ring*> rings_;
   uint32_t next_queue_ = 0;
   crypto::Sealer* sealer_ = nullptr;
+  crypto::Sealer* worker_sealer_ = nullptr;
 };
 
 }  // namespace sg::dp

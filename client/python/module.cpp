@@ -55,7 +55,8 @@ PYBIND11_MODULE(_stormgate, m) {
 
   py::class_<Worker>(m, "Worker")
       .def(py::init([](const std::string& host, uint16_t port, uint32_t worker_index, uint16_t gateway_node,
-                       uint32_t job, uint32_t chunk_bytes, const std::string& bind_host, uint16_t bind_port) {
+                       uint32_t job, uint32_t chunk_bytes, const std::string& bind_host, uint16_t bind_port,
+                       const std::string& token_file) {
              WorkerOptions o;
              o.gateway_host = host;
              o.gateway_port = port;
@@ -65,13 +66,14 @@ PYBIND11_MODULE(_stormgate, m) {
              o.chunk_bytes = chunk_bytes;
              o.bind_host = bind_host;
              o.bind_port = bind_port;
+             o.token_file = token_file;
              auto w = std::make_unique<Worker>(o);
              if (!w->status().ok()) raise(w->status());
              return w;
            }),
            py::arg("host") = "127.0.0.1", py::arg("port") = 7400, py::arg("worker_index") = 0,
            py::arg("gateway_node") = 1, py::arg("job") = 1, py::arg("chunk_bytes") = 1344,
-           py::arg("bind_host") = "0.0.0.0", py::arg("bind_port") = 0)
+           py::arg("bind_host") = "0.0.0.0", py::arg("bind_port") = 0, py::arg("token_file") = "")
       .def(
           "allreduce",
           [](Worker& w, py::buffer buf, uint32_t round, double timeout_s) {

@@ -149,6 +149,9 @@ struct JobConfig {
   // 8 KB chunks cut the hand-off's packets six-fold. Workers must use the same value
   // (STORMGATE_CHUNK_BYTES).
   uint32_t worker_chunk_bytes = 0;
+  // The job's token (a secret file like security.key_file): when set, the gateway takes a
+  // worker's messages only sealed with keys derived from it, and seals what it sends them.
+  std::string token_file;
 };
 
 // Stormgate's own impairment layer (this kernel has no netem): received LTP DATA from other

@@ -160,6 +160,7 @@ void read_job(MapReader& top, GatewayConfig& cfg) {
   r.integer("workers", 0, 4096, j.workers);
   r.integer("round_timeout_ms", 10, 3600000, j.round_timeout_ms);
   r.integer("worker_chunk_bytes", 0, 9000, j.worker_chunk_bytes);
+  r.string("token_file", j.token_file, false, 4096);
 }
 
 void read_impairment(MapReader& top, GatewayConfig& cfg) {
@@ -290,9 +291,10 @@ LoadResult load_config_file(const std::string& path) {
   ss << in.rdbuf();
   LoadResult r = load_config_text(ss.str(), path);
   // A relative key file lives next to the config that names it, wherever the gateway starts.
-  if (r.config && !r.config->security.key_file.empty() && r.config->security.key_file[0] != '/') {
+  if (r.config) {
     const size_t slash = path.rfind('/');
-    if (slash != std::string::npos) r.config->security.key_file = path.substr(0, slash + 1) + r.config->security.key_file;
+    for (std::string* f : {&r.config->security.key_file, &r.config->job.token_file})
+      if (!f->empty() && (*f)[0] != '/' && slash != std::string::npos) *f = path.substr(0, slash + 1) + *f;
   }
   return r;
 }

@@ -52,6 +52,8 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
                 "the path of the deployment's key file (stormgate --keygen FILE makes one), or security.mode: plain "
                 "(experiments only: traffic between gateways is then not authenticated)",
                 "nothing");
+  if (!cfg.job.token_file.empty() && cfg.job.workers == 0)
+    errs.add_at("job.token_file", "only with job.workers > 0 (it admits the job's workers)", cfg.job.token_file);
   if (cfg.security.replay_window % 64 != 0)
     errs.add_at("security.replay_window", "a multiple of 64 (the window is kept in 64-bit words)",
                 std::to_string(cfg.security.replay_window));

@@ -11,7 +11,8 @@ stormgate.ddp.register.
 
 Environment (defaults): STORMGATE_GATEWAY=127.0.0.1:7400, STORMGATE_WORKER_INDEX=0,
 STORMGATE_SITE_ID=1 (the gateway's site.id), STORMGATE_JOB=1, STORMGATE_CHUNK_BYTES=1344,
-STORMGATE_TIMEOUT=60 (seconds).
+STORMGATE_TIMEOUT=60 (seconds), STORMGATE_TOKEN_FILE (the gateway's job.token_file; unset:
+plain LTP, which a gateway with a token refuses).
 """
 import importlib
 import os
@@ -51,9 +52,10 @@ class Client:
     """One worker's connection to its gateway; counts rounds itself."""
 
     def __init__(self, host="127.0.0.1", port=7400, worker_index=0, gateway_node=1, job=1,
-                 chunk_bytes=1344, timeout=60.0, first_round=1):
+                 chunk_bytes=1344, timeout=60.0, first_round=1, token_file=""):
         self.worker = _native.Worker(host=host, port=port, worker_index=worker_index,
-                                     gateway_node=gateway_node, job=job, chunk_bytes=chunk_bytes)
+                                     gateway_node=gateway_node, job=job, chunk_bytes=chunk_bytes,
+                                     token_file=token_file or "")
         self.timeout = timeout
         self.round = first_round - 1  # the last round synchronised
         self._staging = None
@@ -66,7 +68,8 @@ class Client:
                   gateway_node=int(os.environ.get("STORMGATE_SITE_ID", "1")),
                   job=int(os.environ.get("STORMGATE_JOB", "1")),
                   chunk_bytes=int(os.environ.get("STORMGATE_CHUNK_BYTES", "1344")),
-                  timeout=float(os.environ.get("STORMGATE_TIMEOUT", "60")))
+                  timeout=float(os.environ.get("STORMGATE_TIMEOUT", "60")),
+                  token_file=os.environ.get("STORMGATE_TOKEN_FILE", ""))
         kw.update(overrides)
         return cls(**kw)
 

@@ -69,7 +69,7 @@ TEST(AuthWatch, StrangersAreOneSourceNamedByTheLastAddress) {
   f.s.last_stranger = 0xcb007109;  // 203.0.113.9
   auto l = f.tick();
   ASSERT_EQ(l.size(), 1u);
-  EXPECT_EQ(l[0], "messages from addresses that are no configured peer: 3 refused (unknown_source 3), the last from 203.0.113.9");
+  EXPECT_EQ(l[0], "messages from addresses of no peer site (local workers or strangers): 3 refused (unknown_source 3), the last from 203.0.113.9");
 }
 
 TEST(AuthWatch, KeyFileCheckOnlyWhenEveryTagFailsAndNothingOpens) {

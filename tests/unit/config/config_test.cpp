@@ -396,6 +396,22 @@ TEST(ConfigSecurity, ARelativeKeyFileIsFoundNextToTheConfig) {
   rmdir(dir);
 }
 
+TEST(ConfigSecurity, AJobTokenNeedsWorkersAndIsFoundNextToTheConfig) {
+  const std::string keyed = std::string(kTwoSites) + "security: {key_file: /k}\n";
+  ConfigError e = one_error(keyed + "job: {model_bytes: 4096, token_file: /t}\n");
+  EXPECT_EQ(e.key_path, "job.token_file");
+  EXPECT_NE(e.expected.find("job.workers > 0"), std::string::npos) << e.to_string();
+  char dir[] = "/tmp/sgcfgXXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/site.yaml";
+  std::ofstream(path) << keyed << "job: {model_bytes: 4096, workers: 2, token_file: job.token}\n";
+  LoadResult r = load_config_file(path);
+  ASSERT_TRUE(r.config) << all_errors(r);
+  EXPECT_EQ(r.config->job.token_file, std::string(dir) + "/job.token");
+  std::remove(path.c_str());
+  rmdir(dir);
+}
+
 }  // namespace
 }  // namespace sg::config
 
