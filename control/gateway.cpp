@@ -330,7 +330,8 @@ void Gateway::drain_samples() {
   link_views_ = std::move(views);
 }
 
-void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
+void Gateway::run_control(const std::atomic<bool>& stop, double duration_s, std::atomic<bool>* reload_requested) {
+  stats_interval_ms_ = cfg_.telemetry.stats_interval_ms;
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   auto last_print = t0, last_auth_check = t0;
@@ -352,8 +353,8 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s) {
     metrics_.poll(*this);
     const auto now = clock::now();
     const double elapsed = std::chrono::duration<double>(now - t0).count();
-    if (cfg_.telemetry.stats_interval_ms &&
-        now - last_print >= std::chrono::milliseconds(cfg_.telemetry.stats_interval_ms)) {
+    if (reload_requested && reload_requested->exchange(false)) reload();
+    if (stats_interval_ms_ && now - last_print >= std::chrono::milliseconds(stats_interval_ms_)) {
       const Totals t = totals();
       print_line(t, before, std::chrono::duration<double>(now - last_print).count());
       before = t;

@@ -56,7 +56,13 @@ class Gateway {
   bool start();
   // Runs on the main lcore until `stop` is set or `duration_s` (0: forever) passes; prints a
   // counter line every telemetry.stats_interval_ms.
-  void run_control(const std::atomic<bool>& stop, double duration_s);
+  // `reload` (optional): set by SIGHUP; the control thread then reloads the config file.
+  void run_control(const std::atomic<bool>& stop, double duration_s, std::atomic<bool>* reload = nullptr);
+  // The text of the config file in force (what a reload compares the file with).
+  void set_config_text(std::string text) { config_text_ = std::move(text); }
+  // Loads cfg_.source again and applies it if every changed key is live, else says why not
+  // and goes on with the running config (config/reload.h). True if applied. Control thread.
+  bool reload();
   // Stops the engines, returns every mbuf, prints the final counters, closes the ports.
   // Returns false if the pool did not come back full (an mbuf leak).
   bool stop();
@@ -86,6 +92,8 @@ class Gateway {
   unsigned workers() const { return static_cast<unsigned>(engines_.size()); }
 
  private:
+  std::string config_text_;
+  uint32_t stats_interval_ms_ = 0;  // telemetry.stats_interval_ms, changed by a reload
   void print_line(const Totals& now, const Totals& before, double seconds) const;
 
   config::GatewayConfig cfg_;

@@ -19,8 +19,10 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reload{false};
 
 void on_signal(int) { g_stop.store(true); }
+void on_hangup(int) { g_reload.store(true); }
 
 void usage(FILE* out) {
   std::fprintf(out,
@@ -30,6 +32,10 @@ void usage(FILE* out) {
                "       stormgate --keygen FILE           write a new pre-shared secret (mode 0600) for security.key_file\n"
                "  --config FILE      gateway config (YAML; keys in config/README.md)\n"
                "  --duration S       stop by itself after S seconds (default: run until SIGINT/SIGTERM)\n"
+               "  SIGHUP             reload the config file: applied if every changed key can change live\n"
+               "                     (job.rounds, job.round_timeout_ms, topology.recompute_change,\n"
+               "                     topology.min_interval_ms, telemetry.stats_interval_ms), else refused\n"
+               "                     with the reason while the running config goes on\n"
                "  --check-config     validate config files and exit: 0 if all are valid, 1 otherwise,\n"
                "                     with one line per problem: FILE:LINE:COL: KEY: expected X, found Y\n");
 }
@@ -130,11 +136,13 @@ int main(int argc, char** argv) {
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  std::signal(SIGHUP, on_hangup);
   if (loaded.config->telemetry.pdump) rte_pdump_init();  // dpdk-dumpcap attaches as a secondary process
 
   int rc = 0;
   {
     sg::ctl::Gateway gw(std::move(*loaded.config));
+    gw.set_config_text(std::move(loaded.text));
     if (!gw.start()) {
       rc = 1;
     } else {
@@ -142,7 +150,7 @@ int main(int argc, char** argv) {
                   gw.workers(), gw.ports().size(), gw.config().peers.size(),
                   duration > 0 ? "" : "; Ctrl-C stops");
       std::fflush(stdout);
-      gw.run_control(g_stop, duration);
+      gw.run_control(g_stop, duration, &g_reload);
     }
     if (!gw.stop()) rc = 3;  // an mbuf leak is a failure
   }

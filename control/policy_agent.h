@@ -65,6 +65,8 @@ class PolicyAgent {
   // The plan in force at the highest approved round; changes only on switches.
   const topo::Plan& current_plan() const { return plane_.current_plan(); }
   const controller::ControlPlane& plane() const { return plane_; }
+  // A config reload (control thread): topology.recompute_change and min_interval_ms.
+  void retune(double recompute_change, Nanos min_interval) { plane_.controller().retune(recompute_change, min_interval); }
   // CONTROL and PROBE leave sealed by `s` (the control thread's lane); null: plain.
   void set_sealer(crypto::Sealer* s) { tx_->set_sealer(s); }
 

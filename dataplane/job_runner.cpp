@@ -54,6 +54,9 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sc.wire_compression = cfg.compression.mode != config::CompressionMode::kOff;
   sc.topk_ratio = static_cast<float>(cfg.compression.topk_ratio);
   sync_ = std::make_unique<sync::SiteSync>(sc);
+  live_rounds_.store(cfg.job.rounds, std::memory_order_relaxed);
+  live_timeout_ms_.store(cfg.job.round_timeout_ms, std::memory_order_relaxed);
+  timeout_ms_ = cfg.job.round_timeout_ms;
   sync_->set_plan(plan, policy_version);
   tx_.sprayer().set_plan(plan, sites_, self_);
   sync_->set_sample_sink(this);
@@ -286,9 +289,11 @@ unsigned JobRunner::follow_st(Nanos now) {
         streaming_ = m[i].a != 0;
         bool ok;
         if (streaming_) {
+          take_live_st(m[i].round);
           ok = sync_->begin_round(m[i].round, lead_->local_view(), now, tx_, true);
         } else {
           fill_local(m[i].round);
+          take_live_st(m[i].round);
           ok = sync_->begin_round(m[i].round, local_, now, tx_);
         }
         if (ok) {
@@ -368,6 +373,15 @@ void JobRunner::count_round_st(Nanos now) {
   }
 }
 
+void JobRunner::take_live_st(uint32_t round) {
+  const uint32_t t = live_timeout_ms_.load(std::memory_order_relaxed);
+  if (t == timeout_ms_) return;
+  timeout_ms_ = t;
+  sync_->set_round_timeout(static_cast<Nanos>(t) * kMilli);
+  if (role_.engine == 0)
+    SG_LOG(INFO, dataplane, "job %u: round timeout %u ms from round %u (config reload)\n", cfg_.job.id, t, round);
+}
+
 uint32_t JobRunner::next_synthetic_round() const {
   if (!approved_ || !rejoin_) return round_ + 1;
   // Approved first: the agent publishes the rejoin round before any approval.
@@ -393,7 +407,7 @@ unsigned JobRunner::poll_st(Nanos now) {
   if (!sync_->running()) {
     if (!checked_ && sync_->round_done() && followers_done(round_)) {
       count_round_st(now);
-      if (cfg_.job.rounds && round_ >= cfg_.job.rounds) {
+      if (rounds_limit() && round_ >= rounds_limit()) {
         finished_.store(true, std::memory_order_release);
         return 1;
       }
@@ -412,6 +426,7 @@ unsigned JobRunner::poll_st(Nanos now) {
           c_.wanted_round.store(group_->round(), std::memory_order_relaxed);
         } else if (delivered_ && group_->round_started()) {
           maybe_switch_policy_st(group_->round());
+          take_live_st(group_->round());
           if (sync_->begin_round(group_->round(), group_->contribution_buffer(), now, tx_, true)) {
             round_ = group_->round();
             checked_ = false;
@@ -424,12 +439,13 @@ unsigned JobRunner::poll_st(Nanos now) {
       } else if (const uint32_t next = next_synthetic_round(); !may_begin(next)) {
         c_.gate_waits.add();
         c_.wanted_round.store(next, std::memory_order_relaxed);
-      } else if (cfg_.job.rounds && next > cfg_.job.rounds) {
+      } else if (rounds_limit() && next > rounds_limit()) {
         finished_.store(true, std::memory_order_release);  // rejoined after the job's last round
         return 1;
       } else {
         maybe_switch_policy_st(next);
         fill_local(next);
+        take_live_st(next);
         if (sync_->begin_round(next, local_, now, tx_)) {
           round_ = next;
           checked_ = false;

@@ -96,6 +96,12 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   unsigned poll_st(Nanos now);
   bool finished() const { return finished_.load(std::memory_order_acquire); }
   const RoundCounters& counters() const { return c_; }
+  // A config reload (control thread): job.rounds and job.round_timeout_ms. Each engine takes
+  // them when it begins its next round (the lead also ends the job by the new count).
+  void set_live(uint32_t rounds, uint32_t round_timeout_ms) {
+    live_rounds_.store(rounds, std::memory_order_relaxed);
+    live_timeout_ms_.store(round_timeout_ms, std::memory_order_relaxed);
+  }
 
  private:
   void fill_local(uint32_t round);
@@ -127,6 +133,10 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   sync::SyncStats last_{};
   RoundCounters c_;
   std::atomic<bool> finished_{false};
+  std::atomic<uint32_t> live_rounds_{0}, live_timeout_ms_{0};
+  uint32_t timeout_ms_ = 0;  // the round timeout this engine's SiteSync has
+  void take_live_st(uint32_t round);
+  uint32_t rounds_limit() const { return live_rounds_.load(std::memory_order_relaxed); }
   PolicySlot* slot_ = nullptr;
   rte_ring* samples_ = nullptr;
   bool online_ = false;

@@ -290,6 +290,7 @@ LoadResult load_config_file(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   LoadResult r = load_config_text(ss.str(), path);
+  r.text = ss.str();
   // A relative key file lives next to the config that names it, wherever the gateway starts.
   if (r.config) {
     const size_t slash = path.rfind('/');

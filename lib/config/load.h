@@ -17,6 +17,7 @@ namespace sg::config {
 struct LoadResult {
   std::optional<GatewayConfig> config;  // set only when errors is empty
   std::vector<ConfigError> errors;
+  std::string text;  // load_config_file: the file as read (a reload compares it with the next)
 };
 
 // `source` names the text in messages (a file path, or "<string>").

@@ -87,6 +87,7 @@ class ControlPlane {
   measure::LinkEstimator& estimator() { return est_; }
   const measure::LinkEstimator& estimator() const { return est_; }
   const Controller& controller() const { return ctl_; }
+  Controller& controller() { return ctl_; }
   bool coordinator() const { return ctl_.coordinator(); }
   uint64_t active_version() const { return gw_->active_version(); }
   bool synced() const { return gw_->synced(); }

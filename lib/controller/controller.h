@@ -79,6 +79,11 @@ class Controller {
  public:
   explicit Controller(ControllerConfig cfg);
   const ControllerConfig& config() const { return cfg_; }
+  // A config reload: the replan rule from the next decision on.
+  void retune(double recompute_change, Nanos min_interval) {
+    cfg_.recompute_change = recompute_change;
+    cfg_.min_interval = min_interval;
+  }
   bool coordinator() const { return cfg_.self == cfg_.coordinator; }
 
   // The first plan, before any measurement: every site computes the same one. "always"

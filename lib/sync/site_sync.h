@@ -165,6 +165,8 @@ class SiteSync final : private ltp::ReceiverSink {
 
   bool running() const { return running_; }
   bool round_done() const { return done_; }
+  // Between rounds (a config reload): the timeout of the rounds begun from now on.
+  void set_round_timeout(Nanos t) { cfg_.round_timeout = t; }
   uint32_t round() const { return round_; }
   uint32_t policy_version() const { return policy_; }
   Nanos round_started() const { return started_; }

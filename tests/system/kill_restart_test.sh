@@ -19,28 +19,7 @@ KILL_AT="${SG_KR_KILL_AT:-20}"  # the survivor's completed rounds when the other
 DOWN_S="${SG_KR_DOWN_S:-1}"
 NOKILL="${SG_KR_NOKILL:-}"     # set: the same run without the kill (the faults bench's baseline)
 tag="sgkr$$"
-tmp="$(mktemp -d)"; [[ -n "${KEEP:-}" ]] && echo "logs in $tmp"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  sleep 0.2
-  ip netns del "$tag-a" 2>/dev/null; ip netns del "$tag-b" 2>/dev/null
-  [[ -n "${KEEP:-}" ]] || rm -rf "$tmp"
-  rm -rf /var/run/dpdk/"$tag"*
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$tmp"/*.log; do echo "--- $f"; grep -v '\] rx ' "$f" | tail -12; done; exit 1; }
-[[ $(id -u) == 0 ]] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
-
-ip netns add "$tag-a" && ip netns add "$tag-b" || fail "netns"
-ip link add "$tag-x" netns "$tag-a" type veth peer name "$tag-y" netns "$tag-b" || fail "veth"
-for s in a b; do
-  dev="$tag-x"; [[ $s == b ]] && dev="$tag-y"
-  ip netns exec "$tag-$s" ip link set lo up
-  ip netns exec "$tag-$s" ip link set "$dev" up
-  ip netns exec "$tag-$s" ethtool -K "$dev" tx off rx off gso off tso off gro off > /dev/null 2>&1 || true
-done
-"$BIN" --keygen "$tmp/wan.key" > /dev/null || fail "keygen"
+source "$(dirname "${BASH_SOURCE[0]}")/two_sites.sh"
 for s in a b; do
   if [[ $s == a ]]; then me=1; peer=2; dev="$tag-x"; else me=2; peer=1; dev="$tag-y"; fi
   cat > "$tmp/$s.yaml" <<YAML
