@@ -403,11 +403,13 @@ bool Gateway::stop() {
     const auto& rc = job_->counters();
     const uint64_t n = rc.rounds.get();
     const uint64_t checked = rc.values_checked.get();
-    char exact[96] = "";
+    char exact[160] = "";
     if (checked)
       std::snprintf(exact, sizeof exact, ", values equal to the exact mean %.4f%%", 100.0 * rc.values_exact.get() / checked);
     else
-      std::snprintf(exact, sizeof exact, ", %llu results delivered to workers", (unsigned long long)rc.worker_rounds.get());
+      std::snprintf(exact, sizeof exact, ", %llu results delivered to workers, %llu rounds without a worker (%llu missing)",
+                    (unsigned long long)rc.worker_rounds.get(), (unsigned long long)rc.worker_timeouts.get(),
+                    (unsigned long long)rc.workers_missing.get());
     std::printf("[%s] job %u: %llu rounds of %llu bytes, mean round %.1f ms, early closes %llu, bubbles up %llu down %llu, "
                 "timeouts %llu, peers moved on %llu, retransmits %llu%s\n",
                 cfg_.site.name.c_str(), cfg_.job.id, (unsigned long long)n, (unsigned long long)cfg_.job.model_bytes,

@@ -72,7 +72,8 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
     lc.workers = cfg.job.workers;
     lc.model_floats = cfg.job.model_bytes / 4;
     lc.chunk_bytes = config::worker_chunk_bytes(cfg);
-    lc.push_timeout = sc.round_timeout;
+    lc.push_timeout = static_cast<Nanos>(cfg.job.worker_timeout_ms ? cfg.job.worker_timeout_ms
+                                                                     : cfg.job.round_timeout_ms / 2) * kMilli;
     lc.seed = cfg.site.id * 7919ull;
     group_ = std::make_unique<sync::LocalGroup>(lc);
     tx_.set_workers(cfg.job.workers, cfg.transport.udp_port);
@@ -366,6 +367,11 @@ void JobRunner::count_round_st(Nanos now) {
              static_cast<unsigned long>(s.timeouts), static_cast<unsigned long>(s.peers_moved_on));
   }
   if (group_) {
+    const auto& g = group_->stats();
+    c_.worker_timeouts.add(g.push_timeouts - group_timeouts_seen_);
+    c_.workers_missing.add(g.missing_workers - group_missing_seen_);
+    group_timeouts_seen_ = g.push_timeouts;
+    group_missing_seen_ = g.missing_workers;
     // Every result chunk went to the workers as it became final; this ends the round
     // (anything the WAN round gave up on is sent as the site's own mean).
     delivered_ = group_->finish(round_, now, tx_);

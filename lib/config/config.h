@@ -144,6 +144,10 @@ struct JobConfig {
   uint32_t rounds = 0;            // 0: until stopped
   uint32_t workers = 0;
   uint32_t round_timeout_ms = 30000;
+  // How long the site waits for a worker's push once the round's first push arrived; then
+  // its contribution goes on without the missing workers. 0: half of round_timeout_ms, so a
+  // dead worker costs its site this wait, not every site a round timeout.
+  uint32_t worker_timeout_ms = 0;
   // Gradient bytes per DATA packet between the workers and this gateway; 0: as
   // transport.chunk_bytes. The LAN usually carries jumbo frames where the WAN does not:
   // 8 KB chunks cut the hand-off's packets six-fold. Workers must use the same value

@@ -159,6 +159,7 @@ void read_job(MapReader& top, GatewayConfig& cfg) {
   r.integer("rounds", 0, 0xffffffffLL, j.rounds);
   r.integer("workers", 0, 4096, j.workers);
   r.integer("round_timeout_ms", 10, 3600000, j.round_timeout_ms);
+  r.integer("worker_timeout_ms", 0, 3600000, j.worker_timeout_ms);
   r.integer("worker_chunk_bytes", 0, 9000, j.worker_chunk_bytes);
   r.string("token_file", j.token_file, false, 4096);
 }

@@ -52,6 +52,11 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
                 "the path of the deployment's key file (stormgate --keygen FILE makes one), or security.mode: plain "
                 "(experiments only: traffic between gateways is then not authenticated)",
                 "nothing");
+  if (cfg.job.worker_timeout_ms >= cfg.job.round_timeout_ms)
+    errs.add_at("job.worker_timeout_ms",
+                "0 or less than job.round_timeout_ms (" + std::to_string(cfg.job.round_timeout_ms) +
+                    "): the site must give up on a dead worker before its peers give up on the site",
+                std::to_string(cfg.job.worker_timeout_ms));
   if (!cfg.job.token_file.empty() && cfg.job.workers == 0)
     errs.add_at("job.token_file", "only with job.workers > 0 (it admits the job's workers)", cfg.job.token_file);
   if (cfg.security.replay_window % 64 != 0)

@@ -396,6 +396,16 @@ TEST(ConfigSecurity, ARelativeKeyFileIsFoundNextToTheConfig) {
   rmdir(dir);
 }
 
+TEST(ConfigJob, TheWorkerTimeoutIsShorterThanTheRoundTimeout) {
+  const std::string keyed = std::string(kTwoSites) + "security: {key_file: /k}\n";
+  ConfigError e = one_error(keyed + "job: {model_bytes: 4096, workers: 2, round_timeout_ms: 1000, worker_timeout_ms: 1000}\n");
+  EXPECT_EQ(e.key_path, "job.worker_timeout_ms");
+  EXPECT_NE(e.expected.find("less than job.round_timeout_ms (1000)"), std::string::npos) << e.to_string();
+  LoadResult r = load_config_text(keyed + "job: {model_bytes: 4096, workers: 2, round_timeout_ms: 1000, worker_timeout_ms: 300}\n", "t.yaml");
+  ASSERT_TRUE(r.config) << all_errors(r);
+  EXPECT_EQ(r.config->job.worker_timeout_ms, 300u);
+}
+
 TEST(ConfigSecurity, AJobTokenNeedsWorkersAndIsFoundNextToTheConfig) {
   const std::string keyed = std::string(kTwoSites) + "security: {key_file: /k}\n";
   ConfigError e = one_error(keyed + "job: {model_bytes: 4096, token_file: /t}\n");
