@@ -122,9 +122,9 @@ std::string metrics_text(const Gateway& gw) {
     value(o, "bubbles_total", jl + "," + label("direction", "up"), static_cast<double>(c.up_bubbles.get()));
     value(o, "bubbles_total", jl + "," + label("direction", "down"), static_cast<double>(c.down_bubbles.get()));
     metric(o, "worker_push_timeouts_total", "counter",
-           "Rounds whose site contribution went on without a local worker (job.worker_timeout_ms).");
+           "Rounds whose site contribution went on after waiting job.worker_timeout_ms for a local worker.");
     value(o, "worker_push_timeouts_total", jl, static_cast<double>(c.worker_timeouts.get()));
-    metric(o, "workers_missing_total", "counter", "Local workers absent from such rounds, summed.");
+    metric(o, "workers_missing_total", "counter", "Local workers absent from the site's contributions, summed over rounds.");
     value(o, "workers_missing_total", jl, static_cast<double>(c.workers_missing.get()));
     metric(o, "round_timeouts_total", "counter", "Rounds completed by the round timeout.");
     value(o, "round_timeouts_total", jl, static_cast<double>(c.timeouts.get()));

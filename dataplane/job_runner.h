@@ -39,8 +39,8 @@ struct RoundCounters {
   Counter round_ns_total;
   Counter policy_switches, samples_dropped;
   Counter worker_rounds;
-  Counter worker_timeouts;   // rounds whose site contribution went on without a worker (worker_timeout_ms)
-  Counter workers_missing;   // workers absent from such rounds, summed
+  Counter worker_timeouts;   // rounds whose site contribution went on after job.worker_timeout_ms
+  Counter workers_missing;   // workers absent from the site's contributions, summed over rounds
   Counter gate_waits;  // passes where a round was ready but not yet approved
   Counter link_stray;  // engine messages for a round not running (engine_link.h)
   std::atomic<uint64_t> last_round{0}, last_round_ns{0}, policy_version{0}, switch_round{0};

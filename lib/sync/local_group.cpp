@@ -55,6 +55,8 @@ LocalGroup::LocalGroup(const LocalGroupConfig& cfg) : cfg_(cfg), rng_(cfg.seed),
   receiver_ = std::make_unique<ltp::Receiver>(rc);
   acc_ = std::make_unique<agg::Accumulator>(cfg_.model_floats, cfg_.chunk_bytes / 4);
   push_.assign(cfg_.workers, Push::kNone);
+  absent_.assign(cfg_.workers, 0);
+  expected_ = cfg_.workers;
   got_.assign(cfg_.workers, 0);
   pending_.assign(chunks_, static_cast<uint16_t>(cfg_.workers));
   final_.assign(chunks_, 0);
@@ -106,6 +108,18 @@ void LocalGroup::resolve(uint32_t chunk) {
 
 
 void LocalGroup::start_round(uint32_t round, Nanos now, ltp::PacketSink& tx) {
+  // Who sent nothing in the round that just ended is not waited for in this one (never all:
+  // then the last round says nothing about anybody).
+  uint32_t absent = 0;
+  for (uint32_t w = 0; w < cfg_.workers; ++w) {
+    absent_[w] = ready_ && push_[w] == Push::kNone;
+    absent += absent_[w];
+  }
+  if (absent == cfg_.workers) {
+    std::fill(absent_.begin(), absent_.end(), 0);
+    absent = 0;
+  }
+  expected_ = cfg_.workers - absent;
   // round_ first: callbacks for transfers the receiver closes now are for an older round
   // and are ignored.
   round_ = round;
@@ -114,7 +128,7 @@ void LocalGroup::start_round(uint32_t round, Nanos now, ltp::PacketSink& tx) {
   ended_ = present_ = 0;
   std::fill(push_.begin(), push_.end(), Push::kNone);
   std::fill(got_.begin(), got_.end(), 0u);
-  std::fill(pending_.begin(), pending_.end(), static_cast<uint16_t>(cfg_.workers));
+  std::fill(pending_.begin(), pending_.end(), static_cast<uint16_t>(expected_));
   std::fill(final_.begin(), final_.end(), 0);
   ready_list_.clear();
   ready_taken_ = 0;
@@ -134,6 +148,7 @@ void LocalGroup::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> paylo
     on_bubble(c, ltp::FillRule::kZero);
     return;
   }
+  if (absent_[w] && !ready_) rejoin(static_cast<uint32_t>(w));
   if (ready_ || final_[c.chunk_index]) {
     // The push timeout made the chunk final without this copy. A worker that shows up
     // only now still gets the round's result, so that it stays in step.
@@ -168,14 +183,25 @@ void LocalGroup::on_bubble(const ltp::ChunkRef& c, ltp::FillRule) {
   if (worker_of(c.key.src_node) < 0 || c.key.round != round_ || c.key.job != cfg_.job || c.key.shard != 0 ||
       c.chunk_count != chunks_ || ready_)
     return;
+  const int w = worker_of(c.key.src_node);
+  if (absent_[w]) rejoin(static_cast<uint32_t>(w));
   ++stats_.push_bubbles;
   resolve(c.chunk_index);
+}
+
+// An absent worker's push arrived: it is waited for again, on every chunk not yet final.
+void LocalGroup::rejoin(uint32_t w) {
+  absent_[w] = 0;
+  ++expected_;
+  for (uint32_t c = 0; c < chunks_; ++c)
+    if (!final_[c]) ++pending_[c];
 }
 
 void LocalGroup::on_transfer_end(const ltp::TransferSummary& s) {
   const int w = worker_of(s.key.src_node);
   if (w < 0 || s.key.round != round_ || s.key.job != cfg_.job || ready_) return;
   if (push_[w] == Push::kDone || push_[w] == Push::kBad) return;
+  if (absent_[w]) rejoin(static_cast<uint32_t>(w));
   // A push of the right shape resolved each of its chunks (arrived or bubble) before it
   // ended; one of another shape resolved none.
   if (s.chunk_count != chunks_)
@@ -183,7 +209,7 @@ void LocalGroup::on_transfer_end(const ltp::TransferSummary& s) {
   push_[w] = got_[w] > 0 ? Push::kDone : Push::kBad;
   ++ended_;
   if (got_[w] > 0) ++present_;
-  if (ended_ == cfg_.workers) make_ready();
+  if (ended_ == expected_) make_ready();
 }
 
 void LocalGroup::make_ready() {
@@ -197,6 +223,7 @@ void LocalGroup::make_ready() {
     }
   ready_ = true;
   ++stats_.rounds;
+  stats_.missing_workers += cfg_.workers - present_;
 }
 
 void LocalGroup::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSink& tx) {
@@ -255,7 +282,6 @@ Nanos LocalGroup::poll(Nanos now, ltp::PacketSink& tx) {
     if (now - first_push_ >= cfg_.push_timeout) {
       ++stats_.push_timeouts;
       make_ready();
-      stats_.missing_workers += cfg_.workers - present_;
     } else {
       next = std::min(next, first_push_ + cfg_.push_timeout);
     }

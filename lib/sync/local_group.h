@@ -36,7 +36,11 @@
 //
 // Missing workers. Once the first push of a round has arrived, the round's contribution is
 // ready when every worker's transfer has ended, or push_timeout later with the workers (and
-// chunks) that made it. Counted in stats().push_timeouts / missing_workers.
+// chunks) that made it. Counted in stats().push_timeouts / missing_workers. A worker that
+// sent nothing at all in the last round (dead, or stopped) is not waited for in the next:
+// a dead worker costs its site one push_timeout, not one per round. It is waited for again
+// from its first chunk on; if the others' pushes all ended before that chunk came, it is late
+// for the round (it still gets the result) and counts again from the next.
 //
 // Time is passed in; packets come in as LTP messages and leave through an ltp::PacketSink
 // (TxMeta::peer_node says which worker; the caller maps node ids to the address the worker's
@@ -84,7 +88,7 @@ struct LocalGroupStats {
   uint64_t rounds = 0;            // contributions made ready
   uint64_t delivered = 0;         // rounds finished (deliver / finish) and answered to the workers
   uint64_t push_timeouts = 0;     // rounds made ready by push_timeout
-  uint64_t missing_workers = 0;   // workers absent from a round made ready by timeout
+  uint64_t missing_workers = 0;   // workers absent from a round's contribution (timed out, or not waited for)
   uint64_t push_bubbles = 0;      // chunks a worker's push closed without
   uint64_t bad_chunks = 0;        // wrong shard/size/round, or not a worker: ignored
   uint64_t late_chunks = 0;       // arrived after the push timeout made the round ready
@@ -170,6 +174,7 @@ class LocalGroup final : private ltp::ReceiverSink {
   int worker_of(uint16_t node) const;
   void start_round(uint32_t round, Nanos now, ltp::PacketSink& tx);
   void make_ready();
+  void rejoin(uint32_t w);
   void resolve(uint32_t chunk);            // one more worker's copy of chunk arrived or was given up
   void start_result(uint32_t w, Nanos now);
   void abandon_result(uint32_t w);
@@ -197,6 +202,8 @@ class LocalGroup final : private ltp::ReceiverSink {
   bool ready_ = false;
   bool any_push_ = false;
   uint32_t ended_ = 0;    // workers whose push ended this round
+  std::vector<uint8_t> absent_;  // per worker: nothing from it last round, not waited for
+  uint32_t expected_ = 0;        // workers waited for this round (not absent)
   uint32_t present_ = 0;  // of them, with at least one chunk
   Nanos first_push_ = 0;
   Nanos now_ = 0;  // time of the call in progress (for receiver callbacks)

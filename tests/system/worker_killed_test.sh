@@ -29,6 +29,6 @@ for w in 1-0 2-0 2-1; do
   grep -q '^done' "$dir/worker-$w.log" || { echo "FAIL: worker $w did not finish its rounds"; exit 1; }
 done
 grep -q "round 4: ok" "$dir/worker-1-0.log" || { echo "FAIL: no exact round after the kill"; exit 1; }
-grep -hE 'results delivered to workers, [1-9][0-9]* rounds without a worker \([1-9]' "$dir"/*.log ||
+grep -hE 'results delivered to workers, worker waits timed out [1-9][0-9]*, workers missing [1-9]' "$dir"/*.log ||
   { echo "FAIL: the dead worker's site did not count the rounds without it"; exit 1; }
 echo ok

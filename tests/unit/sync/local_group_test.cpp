@@ -280,6 +280,44 @@ TEST(LocalGroup, MissingWorkerTimesOutAndTheOthersAreAveraged) {
   EXPECT_EQ(s.group->stats().push_timeouts, 1u);
 }
 
+// A worker that sent nothing in a round is not waited for in the next: a dead worker costs
+// its site one push timeout, not one per round. Back, it counts again at once.
+TEST(LocalGroup, AWorkerAbsentForARoundIsNotWaitedForUntilItPushesAgain) {
+  Site s(3, 5000);
+  s.lan.dead_.insert(s.workers[2]->node);
+  for (uint32_t r = 1; r <= 3; ++r) {
+    s.fill(r);
+    const Nanos t0 = s.lan.now_;
+    ASSERT_TRUE(s.run_round(r, 10 * kSecond)) << r;
+    const auto m = s.mean_of({0, 1});
+    for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(s.result[k], 0.5f * m[k], 1e-6f * (1 + std::abs(m[k]))) << r;
+    if (r == 1) EXPECT_GE(s.lan.now_ - t0, 2 * kSecond) << "the first round waits for the push timeout";
+    if (r > 1) EXPECT_LT(s.lan.now_ - t0, kSecond) << "round " << r << " waited for the dead worker";
+  }
+  EXPECT_EQ(s.group->stats().push_timeouts, 1u);
+  EXPECT_EQ(s.group->stats().missing_workers, 3u);
+  // Back: from its first chunk it is waited for again (chunks already final without it keep
+  // the others' mean); the round after, every chunk is the mean over all three.
+  s.lan.dead_.clear();
+  s.fill(4);
+  ASSERT_TRUE(s.run_round(4, 10 * kSecond));
+  EXPECT_EQ(s.group->contributors(), 3u);
+  const auto two = s.mean_of({0, 1}), three = s.mean_of({0, 1, 2});
+  size_t with_it = 0;
+  for (size_t k = 0; k < three.size(); ++k) {
+    const bool all = std::abs(s.result[k] - 0.5f * three[k]) <= 1e-6f * (1 + std::abs(three[k]));
+    const bool others = std::abs(s.result[k] - 0.5f * two[k]) <= 1e-6f * (1 + std::abs(two[k]));
+    ASSERT_TRUE(all || others) << k;
+    with_it += all;
+  }
+  EXPECT_GT(with_it, 0u);
+  s.fill(5);
+  ASSERT_TRUE(s.run_round(5, 10 * kSecond));
+  const auto m5 = s.mean_of({0, 1, 2});
+  for (size_t k = 0; k < m5.size(); ++k) ASSERT_NEAR(s.result[k], 0.5f * m5[k], 1e-6f * (1 + std::abs(m5[k])));
+  EXPECT_EQ(s.group->stats().push_timeouts, 1u);
+}
+
 TEST(LocalGroup, WorkerLateForTheTimeoutStillGetsTheResult) {
   Site s(3, 5000);
   s.fill(1);
