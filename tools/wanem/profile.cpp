@@ -15,9 +15,16 @@ Nanos ms(double v) { return static_cast<Nanos>(v * 1e6); }
 
 // The pair keys present in `r` change `s`; absent keys leave it as it was.
 void read_pair_keys(MapReader& r, PairSpec& s) {
-  double v = -1;
-  if (r.has("delay_ms")) { r.number("delay_ms", 0, 10000, v); s.delay = ms(v); }
-  if (r.has("jitter_ms")) { r.number("jitter_ms", 0, 10000, v); s.jitter = ms(v); }
+  // A key present with a valid value changes `s`; an invalid one is an error in r and changes
+  // nothing (no conversion of an out-of-range value).
+  auto num = [&r](const char* key, double min, double max, auto apply) {
+    if (!r.has(key)) return;
+    double v = min - 1;
+    r.number(key, min, max, v);
+    if (v >= min && v <= max) apply(v);
+  };
+  num("delay_ms", 0, 10000, [&](double v) { s.delay = ms(v); });
+  num("jitter_ms", 0, 10000, [&](double v) { s.jitter = ms(v); });
   r.number("loss", 0, 1, s.loss);
   if (r.has("burst")) {
     MapReader b(r.child("burst"), r.path_of("burst"), r.errors());
@@ -28,10 +35,10 @@ void read_pair_keys(MapReader& r, PairSpec& s) {
     b.number("loss_bad", 0, 1, s.burst.loss_bad);
   }
   r.number("reorder", 0, 1, s.reorder);
-  if (r.has("reorder_ms")) { r.number("reorder_ms", 0, 10000, v); s.reorder_extra = ms(v); }
+  num("reorder_ms", 0, 10000, [&](double v) { s.reorder_extra = ms(v); });
   r.number("duplicate", 0, 1, s.duplicate);
-  if (r.has("rate_mbit")) { r.number("rate_mbit", 0, 1e6, v); s.rate_bytes_per_s = v * 1e6 / 8; }
-  if (r.has("queue_kb")) { r.number("queue_kb", 1, 1e7, v); s.queue_bytes = static_cast<uint64_t>(v * 1000); }
+  num("rate_mbit", 0, 1e6, [&](double v) { s.rate_bytes_per_s = v * 1e6 / 8; });
+  num("queue_kb", 1, 1e7, [&](double v) { s.queue_bytes = static_cast<uint64_t>(v * 1000); });
   if (r.has("blackholes")) {
     s.blackholes.clear();
     config::for_each_item(r.child("blackholes"), r.path_of("blackholes"), r.errors(),
