@@ -28,6 +28,7 @@ void DeliveryRateController::reset(Nanos now, uint32_t mss) {
   bw_rounds_.fill(0);
   bw_slot_ = 0;
   btlbw_ = full_bw_ = ceiling_ = 0;
+  dark_ = false;
   full_bw_count_ = 0;
   next_round_delivered_ = 0;
   cycle_ = 0;
@@ -53,6 +54,7 @@ uint64_t DeliveryRateController::bdp() const {
 }
 
 void DeliveryRateController::on_ack(const AckEvent& ev) {
+  if (ev.acked_bytes > 0) dark_ = false;
   inflight_ = ev.inflight_bytes;
   path_stamp_ = ev.now;
   if (ev.rtt > 0 && (min_rtt_ == 0 || ev.rtt <= min_rtt_ || ev.now - min_rtt_stamp_ > cfg_.min_rtt_window)) {
@@ -161,8 +163,11 @@ void DeliveryRateController::on_loss(const LossEvent& ev) {
   round_lost_ += ev.lost_bytes;
   ++round_lost_pkts_;
   // Random loss is not a congestion signal here. A timeout means the path went dark:
-  // start measuring again from half.
-  if (ev.timeout) {
+  // start measuring again from half -- once per outage: the timeouts that follow while
+  // nothing is acknowledged say the same again, and halving on each would leave a path back
+  // from a 2-second blackhole at 1/100 of its rate.
+  if (ev.timeout && !dark_) {
+    dark_ = true;
     ceiling_ = btlbw_ / 2;
     btlbw_ = ceiling_;
     resume_bw_ /= 2;
@@ -201,7 +206,9 @@ LossDetection DeliveryRateController::loss_detection() const {
   d.min_rto = cfg_.min_rto;
   d.rto_var_floor = 0;
   d.initial_rto = 100 * kMilli;
-  d.max_rto = 2 * kSecond;
+  // A path back from an outage is found within this (or two unbacked-off RTOs, if longer):
+  // LTP runs between gateways, where an outage is an event to recover from, not congestion.
+  d.max_rto = 500 * kMilli;
   d.tail_loss_probe = true;
   return d;
 }

@@ -90,6 +90,7 @@ class DeliveryRateController final : public RateController {
   size_t bw_slot_ = 0;
   double btlbw_ = 0;          // max of bw_rounds_, at most ceiling_
   double ceiling_ = 0;        // after a timeout or overload (0: none)
+  bool dark_ = false;         // timed out, nothing acknowledged since
   double full_bw_ = 0;
   int full_bw_count_ = 0;
   uint64_t next_round_delivered_ = 0;

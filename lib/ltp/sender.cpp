@@ -115,8 +115,10 @@ Nanos Sender::rto() const {
     base = srtt_ + std::max<Nanos>(4 * rttvar_, ld_.rto_var_floor);
     base = std::max(base, ld_.min_rto);
   }
-  for (uint32_t i = 0; i < backoff_ && base < ld_.max_rto; ++i) base *= 2;
-  return std::min(base, ld_.max_rto);
+  // Backed off up to max_rto, but never capped below twice the path's own RTO (long paths).
+  const Nanos cap = std::max(ld_.max_rto, 2 * base);
+  for (uint32_t i = 0; i < backoff_ && base < cap; ++i) base *= 2;
+  return std::min(base, cap);
 }
 
 void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {

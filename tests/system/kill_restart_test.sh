@@ -8,8 +8,9 @@
 #   kill_restart_test.sh STORMGATE_BINARY [member|coordinator]
 # Checks: both runs of the killed site and the survivor end by themselves with every mbuf
 # back; the new run says it rejoined at a round > 1 and runs to the job's last round, every
-# value of its rounds equal to the exact mean; the survivor's rounds while its peer was down
-# end by timeout (counted), the others exactly; the survivor ran every round of the job.
+# value of its rounds equal to the exact mean; the survivor's round while its peer was down
+# ends by timeout, or -- the peer back in time -- with the new incarnation's chunks; every
+# other round exactly; the survivor ran every round of the job.
 # Prints the job's wall time (the faults bench compares it with a run without the kill).
 set -uo pipefail
 BIN="$1"
@@ -83,7 +84,6 @@ if [[ -z $NOKILL ]]; then
   last=$(sed -n 's/.*job 1: \([0-9]*\) rounds.*/\1/p' "$second")
   [[ $((rejoin + last - 1)) -eq $ROUNDS ]] ||
     fail "the restarted gateway ran $last rounds from round $rejoin, not to round $ROUNDS"
-  grep -qE 'timeouts [1-9]' "$tmp/survivor.log" || fail "the survivor's rounds while its peer was down did not end by timeout"
   # Exact wherever nothing was lost: only rounds that ended by timeout (the survivor's while
   # its peer was down) or gave up what a peer that moved on had not sent (the new run's
   # first, when the survivor timed that round out: what the dead incarnation had taken is

@@ -175,15 +175,30 @@ TEST(DeliveryRate, TailTimeoutsDoNotLowerTheModelTheNextTransferResumesFrom) {
   auto& c = f.c;
   f.rounds(20, 1e7, false);
   ASSERT_NE(c.mode(), 0);
-  // The transfer's last chunks were lost: two timeouts, then app-limited retransmissions.
+  // The transfer's last chunks were lost: two timeouts in a row (one outage: halved once),
+  // then app-limited retransmissions.
   c.on_loss({f.now, kMss, f.now - kMilli, kMss, true});
   c.on_loss({f.now + kMilli, kMss, f.now, kMss, true});
-  EXPECT_DOUBLE_EQ(c.btlbw(), 2.5e6) << "this transfer backs off";
-  f.rounds(2, 3e6, true);
-  EXPECT_DOUBLE_EQ(c.btlbw(), 3e6) << "a sample above the penalty lifts it";
+  EXPECT_DOUBLE_EQ(c.btlbw(), 5e6) << "this transfer backs off, once for the outage";
+  f.rounds(2, 6e6, true);
+  EXPECT_DOUBLE_EQ(c.btlbw(), 6e6) << "a sample above the penalty lifts it";
   c.reset(f.now + 10 * kMilli, kMss);
   ASSERT_TRUE(c.resuming());
   EXPECT_DOUBLE_EQ(c.pacing_rate(), 1e7) << "the next transfer resumes from what the path carried";
+}
+
+// A blackhole: timeout after timeout with nothing acknowledged is one outage (halved once,
+// not once per timeout); a timeout after the path answered again is a new one.
+TEST(DeliveryRate, ATimeoutHalvesOncePerOutage) {
+  Feed f;
+  auto& c = f.c;
+  f.rounds(20, 1e7, false);
+  ASSERT_NE(c.mode(), 0);
+  for (int i = 0; i < 7; ++i) c.on_loss({f.now + i * kMilli, kMss, f.now, kMss, true});
+  EXPECT_DOUBLE_EQ(c.btlbw(), 5e6);
+  f.rounds(1, 4e6, false);  // answers again (below the ceiling: the model stays)
+  c.on_loss({f.now, kMss, f.now - kMilli, kMss, true});
+  EXPECT_DOUBLE_EQ(c.btlbw(), 2.5e6) << "a new outage halves again";
 }
 
 TEST(DeliveryRate, RateSeenOnlyWhileAppLimitedIsAFloorToGrowFrom) {
