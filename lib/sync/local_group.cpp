@@ -180,10 +180,9 @@ void LocalGroup::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> paylo
 
 void LocalGroup::on_bubble(const ltp::ChunkRef& c, ltp::FillRule) {
   // Nothing to add: the chunk's contributor count stays lower and its mean unbiased.
-  if (worker_of(c.key.src_node) < 0 || c.key.round != round_ || c.key.job != cfg_.job || c.key.shard != 0 ||
-      c.chunk_count != chunks_ || ready_)
-    return;
   const int w = worker_of(c.key.src_node);
+  if (w < 0 || c.key.round != round_ || c.key.job != cfg_.job || c.key.shard != 0 || c.chunk_count != chunks_ || ready_)
+    return;
   if (absent_[w]) rejoin(static_cast<uint32_t>(w));
   ++stats_.push_bubbles;
   resolve(c.chunk_index);

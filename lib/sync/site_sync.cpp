@@ -114,7 +114,11 @@ size_t encoded_total(CodecId codec, size_t floats, size_t cf, float ratio) {
 }  // namespace
 
 SiteSync::SiteSync(const SyncConfig& cfg)
-    : cfg_(cfg), links_(cfg.site_nodes.size()), encoder_(std::max<size_t>(cfg.chunk_bytes / 4, 1)), rng_(cfg.seed) {
+    : cfg_(cfg),
+      links_(cfg.site_nodes.size()),
+      moved_on_(cfg.site_nodes.size(), 0),
+      encoder_(std::max<size_t>(cfg.chunk_bytes / 4, 1)),
+      rng_(cfg.seed) {
   for (size_t i = 0; i < cfg_.site_nodes.size(); ++i)
     if (cfg_.site_nodes[i] == cfg_.self_node) self_ = static_cast<int>(i);
 }
@@ -281,6 +285,7 @@ bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos n
   pending_up_.clear();
   pending_down_.clear();
   dirty_.clear();
+  std::fill(moved_on_.begin(), moved_on_.end(), 0);
   // Closes what is left of earlier rounds; their callbacks are ignored (round mismatch).
   receiver_->begin_round(cfg_.job, round, policy_, now, *this, tx);
   for (auto& o : outs_) o->started = o->dirty = false;
@@ -674,7 +679,9 @@ void SiteSync::on_transfer_end(const ltp::TransferSummary& s) {
 // from a restart, or after a timeout on one side only) stays out of phase with p and every
 // round of both ends by timeout.
 void SiteSync::peer_moved_on(int p, ltp::PacketSink& tx) {
-  if (!running_ || p < 0 || p == self_) return;
+  // Once per peer and round: every later packet of that peer says the same.
+  if (!running_ || p < 0 || p == self_ || moved_on_[static_cast<size_t>(p)]) return;
+  moved_on_[static_cast<size_t>(p)] = 1;
   bool gave_up = false;
   for (size_t s = 0; s < shards_.size(); ++s) {
     Shard& sh = shards_[s];

@@ -224,6 +224,7 @@ class SiteSync final : private ltp::ReceiverSink {
   std::vector<std::unique_ptr<Out>> outs_;
   std::vector<float> result_;
   std::vector<Link> links_;        // per plan site: codec of DATA we send there
+  std::vector<uint8_t> moved_on_;  // per plan site: seen running a later round (this round)
   compress::Encoder encoder_;
   std::vector<int> dirty_;         // outs with newly released chunks, polled in advance()
   std::span<const float> local_;
