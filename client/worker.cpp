@@ -331,7 +331,7 @@ Status Worker::allreduce(const float* in, float* out, size_t n, uint32_t round, 
       m.stats.result_bubbles += m.result.bubbles();
       m.stats.datagrams_sent = m.sock.stats().sent;
       m.stats.datagrams_received = m.sock.stats().received;
-      m.stats.send_dropped = m.sock.stats().send_dropped;
+      m.stats.send_dropped = m.sock.stats().send_dropped + (m.sealing ? m.sealing->failed() : 0);
       m.stats.refused = m.refused;
       m.stats.last_round_seconds = static_cast<double>(monotonic_now() - started) / kSecond;
       return {};

@@ -59,7 +59,7 @@ struct WorkerStats {
   uint64_t result_bubbles = 0;    // result chunks filled with the own gradient
   uint64_t datagrams_sent = 0;
   uint64_t datagrams_received = 0;
-  uint64_t send_dropped = 0;
+  uint64_t send_dropped = 0;     // datagrams the socket did not take, or that could not be sealed
   uint64_t refused = 0;           // messages that did not authenticate with the token
   double last_round_seconds = 0;
 };
