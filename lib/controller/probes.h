@@ -29,7 +29,10 @@ struct ProbeSettings {
   double rate_bytes_per_s = 100e3 / 8;  // topology.probe_rate_kbit
   uint32_t packet_bytes = 1344;          // payload per probe packet (a DATA packet's size)
   uint16_t train_packets = 8;
-  Nanos idle_after = 500 * kMilli;       // no job bytes for this long: the link is idle
+  // No job bytes for this long: the link is idle. Short enough that the gaps between rounds
+  // (the workers' compute) count, so links the job uses are measured alone there too; with
+  // 500 ms they never were, and their probe figures went stale while their rates changed.
+  Nanos idle_after = 150 * kMilli;
   Nanos min_period = 1 * kSecond;        // a link is probed at most this often
 };
 

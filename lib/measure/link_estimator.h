@@ -60,7 +60,6 @@ struct EstimatorConfig {
   double change_threshold = 0.20;
   int change_confirm = 2;
   Nanos stale_after = 30 * kSecond;  // traffic estimates older than this yield to probes (drops: to the prior)
-  double probe_alpha = 0.25;
   Nanos queue_delay_min = 5 * kMilli;  // standing queue that marks a window link-limited ...
   double queue_delay_frac = 0.10;      // ... or this fraction of the base RTT, the larger
 };
@@ -127,8 +126,10 @@ class LinkEstimator {
     int pending = 0;  // consecutive out-of-band windows (sign = side)
     double pending_sum = 0;
     // Probes and prior.
-    double probe = 0;
+    double probe = 0;  // median of the last kProbeKeep results (fewer: the latest)
     Nanos probe_at = -1;
+    double probe_last[3] = {};
+    uint32_t probes = 0;
     double prior = 0;
     Nanos prior_rtt = -1;
     // RTT and loss.

@@ -142,7 +142,7 @@ controller::ControlPlaneConfig stack_control(const Setup& s, const sim::WanSpec&
   c.probe.packet_bytes = s.chunk_real;
   c.probe.train_packets = 4;
   c.probe.rate_bytes_per_s = o.probe_rate_bytes_per_s / s.scale;
-  c.probe.idle_after = 500 * kMilli;
+  c.probe.idle_after = 150 * kMilli;  // the gaps between rounds (compute) count as idle
   c.probe.min_period = 2 * kSecond;
   // Windows of a second of busy time: long enough to average over the rate controller's
   // startup and probing cycles of a multi-second transfer.

@@ -229,6 +229,21 @@ TEST(LinkEstimator, IdleLinkFallsBackToProbeThenPrior) {
   EXPECT_NEAR(s.bytes_per_s, 100e6, 1);
 }
 
+TEST(LinkEstimator, ProbesFollowAStepInTwoTrainsAndIgnoreOneOddTrain) {
+  LinkEstimator est(cfg());
+  const auto probe = [&](double bytes_per_s, Nanos at) {
+    est.on_probe_pair(1, 2, 1500, static_cast<Nanos>(1500 / bytes_per_s * 1e9), at);
+    return est.summary(1, 2, at).probe_bytes_per_s;
+  };
+  EXPECT_NEAR(probe(100e6, 1 * kSecond), 100e6, 1e3);
+  EXPECT_NEAR(probe(100e6, 2 * kSecond), 100e6, 1e3);
+  EXPECT_NEAR(probe(900e6, 3 * kSecond), 100e6, 1e3);  // one odd train: ignored
+  EXPECT_NEAR(probe(100e6, 4 * kSecond), 100e6, 1e3);
+  EXPECT_NEAR(probe(10e6, 5 * kSecond), 100e6, 1e3);   // the link drops tenfold...
+  EXPECT_NEAR(probe(10e6, 6 * kSecond), 10e6, 1e2);    // ...and the second train shows it
+  EXPECT_NEAR(probe(10e6, 7 * kSecond), 10e6, 1e2);
+}
+
 TEST(LinkEstimator, RelayTrafficMeasuresOtherwiseIdleLinks) {
   // Chunks relayed 0->2->1 are reported per hop; hop 2->1 gets a traffic estimate.
   LinkEstimator est(cfg());
