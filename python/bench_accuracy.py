@@ -38,7 +38,7 @@ def testbed(a):
     rows = []
     for s in range(1, a.seeds + 1):
         ns = argparse.Namespace(sites=3, workers=2, rates="200,100,50", rotate=0, epochs=a.epochs, batch=16,
-                                hidden=128, lr=0.05, seed=s, timeout=120.0, config_extra=a.loss_config, quiet=True,
+                                hidden=128, lr=0.05, seed=s, timeout=120.0, config_extra=a.loss_config, quiet=True, model="mlp",
                                 wan="")
         res = {}
         for backend, gw in (("stormgate", "stormgate"), ("gloo", "router")):

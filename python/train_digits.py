@@ -42,13 +42,22 @@ def load_data(seed):
     return train_test_split(x, d.target.astype(np.int64), test_size=0.25, random_state=seed, stratify=d.target)
 
 
-def make_model(seed, hidden):
+def make_model(seed, hidden, kind="mlp"):
+    """mlp: 64 -> hidden -> 10. cnn: two 3x3 convolutions (32, 64 channels) over the 8x8
+    image, then 4096 -> 256 -> 10 (1,070,218 parameters: the time-to-accuracy task)."""
     import torch
     torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10))
+    nn = torch.nn
+    if kind == "cnn":
+        return nn.Sequential(nn.Unflatten(1, (1, 8, 8)), nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(),
+                             nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                             nn.Linear(64 * 8 * 8, 256), nn.ReLU(), nn.Linear(256, 10))
+    return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
 
 
-def n_params(hidden):
+def n_params(hidden, kind="mlp"):
+    if kind == "cnn":
+        return (9 * 32 + 32) + (9 * 32 * 64 + 64) + (4096 * 256 + 256) + (256 * 10 + 10)
     return 64 * hidden + hidden + hidden * 10 + 10
 
 
@@ -64,6 +73,12 @@ def accuracy(model, xte, yte):
     with torch.no_grad():
         pred = model(torch.from_numpy(xte)).argmax(1).numpy()
     return float((pred == yte).mean())
+
+
+def val_loss(model, xte, yte):
+    import torch
+    with torch.no_grad():
+        return float(torch.nn.functional.cross_entropy(model(torch.from_numpy(xte)), torch.from_numpy(yte)))
 
 
 def flat_grad(model):
@@ -95,7 +110,7 @@ def run_worker(a):
     torch.set_num_threads(1)
     xtr, xte, ytr, yte = load_data(a.seed)
     xs, ys, steps = shard(xtr, ytr, rank, world, a.batch)
-    model = make_model(a.seed, a.hidden)
+    model = make_model(a.seed, a.hidden, a.model)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     if a.backend == "stormgate":
@@ -109,9 +124,15 @@ def run_worker(a):
         dist.init_process_group("gloo", init_method="tcp://%s:%d" % (os.environ["SG_TB_MASTER"], a.port),
                                 rank=rank, world_size=world, timeout=datetime.timedelta(seconds=a.timeout))
 
-        def sync(t):
-            dist.all_reduce(t)
-            t.div_(world)
+        if a.backend == "gloo-fp16":
+            def sync(t):  # what DDP's fp16_compress_hook does: divide, cast, all_reduce, cast back
+                half = t.to(torch.float16).div_(world)
+                dist.all_reduce(half)
+                t.copy_(half)
+        else:
+            def sync(t):
+                dist.all_reduce(t)
+                t.div_(world)
     progress = open(a.progress, "a") if (a.progress and rank == 0) else None
     rng = np.random.default_rng(a.seed + rank)
     epochs = []
@@ -130,13 +151,14 @@ def run_worker(a):
             set_grad(model, g)
             opt.step()
         rec = {"epoch": ep, "round_ms": 1000 * sum(sync_s) / len(sync_s), "epoch_s": time.perf_counter() - t_ep,
-               "loss": sum(losses) / len(losses), "acc": accuracy(model, xte, yte), "rounds": steps}
+               "loss": sum(losses) / len(losses), "acc": accuracy(model, xte, yte), "rounds": steps,
+               "val_loss": val_loss(model, xte, yte), "t": time.perf_counter() - t_start}
         epochs.append(rec)
         if progress:
             progress.write(json.dumps(rec) + "\n")
             progress.flush()
     total = time.perf_counter() - t_start
-    if a.backend == "gloo":
+    if a.backend != "stormgate":
         dist.barrier()
         dist.destroy_process_group()
     if rank == 0 and a.out:
@@ -154,14 +176,14 @@ def run_sim(a):
     xtr, xte, ytr, yte = load_data(a.seed)
     S, W = a.sites, a.workers
     world = S * W
-    models = [make_model(a.seed, a.hidden) for _ in range(world)]
+    models = [make_model(a.seed, a.hidden, a.model) for _ in range(world)]
     opts = [torch.optim.SGD(m.parameters(), lr=a.lr, momentum=0.9) for m in models]
     loss_fn = torch.nn.CrossEntropyLoss()
     shards = [shard(xtr, ytr, r, world, a.batch) for r in range(world)]
     steps = shards[0][2]
     rngs = [np.random.default_rng(a.seed + r) for r in range(world)]
     loss_rng = np.random.default_rng(a.seed * 7919 + 1)
-    n = n_params(a.hidden)
+    n = n_params(a.hidden, a.model)
     chunks = (n + CHUNK_FLOATS - 1) // CHUNK_FLOATS
     epochs = []
     for ep in range(1, a.epochs + 1):
@@ -195,11 +217,12 @@ def run_sim(a):
             for r in range(world):
                 set_grad(models[r], torch.from_numpy(np.ascontiguousarray(results[r // W], dtype=np.float32)))
                 opts[r].step()
-        rec = {"epoch": ep, "acc": accuracy(models[0], xte, yte),
+        rec = {"epoch": ep, "acc": accuracy(models[0], xte, yte), "val_loss": val_loss(models[0], xte, yte),
                "acc_mean": float(np.mean([accuracy(m, xte, yte) for m in models]))}
         epochs.append(rec)
         if not a.quiet:
-            print("epoch %3d  accuracy %.4f (mean over replicas %.4f)" % (ep, rec["acc"], rec["acc_mean"]), flush=True)
+            print("epoch %3d  accuracy %.4f (mean over replicas %.4f)  validation loss %.4f"
+                  % (ep, rec["acc"], rec["acc_mean"], rec["val_loss"]), flush=True)
     out = {"backend": "sim", "bubble_loss": a.bubble_loss, "world": world, "epochs": epochs,
            "final_acc": epochs[-1]["acc_mean"]}
     if a.out:
@@ -217,12 +240,14 @@ def run_sim(a):
 def testbed_run(a, backend, gateway, out, progress, label):
     """Runs one training on a fresh testbed; streams rank 0's epoch lines. Returns the result."""
     worker = ("/usr/bin/python3 %s worker --backend %s --epochs %d --batch %d --hidden %d --lr %g --seed %d "
-              "--out %s --progress %s --timeout %g"
+              "--out %s --progress %s --timeout %g --model %s"
               % (os.path.abspath(__file__), backend, a.epochs, a.batch, a.hidden, a.lr, a.seed, out, progress,
-                 a.timeout))
+                 a.timeout, a.model))
     cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", str(a.sites), "--workers", str(a.workers),
-           "--rates", a.rates, "--gateway", gateway, "--model-bytes", str(4 * n_params(a.hidden)),
+           "--gateway", gateway, "--model-bytes", str(4 * n_params(a.hidden, a.model)),
            "--worker-cmd", worker, "--quiet"]
+    if a.rates:  # without: a WAN profile's pair rates are the only limit
+        cmd += ["--rates", a.rates]
     if a.wan:
         cmd += ["--wan", a.wan]
     if a.rotate:
@@ -307,7 +332,8 @@ def run_demo(a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=["demo", "worker", "sim"])
-    ap.add_argument("--backend", choices=["stormgate", "gloo"], default="stormgate")
+    ap.add_argument("--backend", choices=["stormgate", "gloo", "gloo-fp16"], default="stormgate")
+    ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
     ap.add_argument("--sites", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rates", default="200,100,50")

@@ -84,11 +84,11 @@ if d.get("loss1"):
     md.append("")
 if d.get("idle_multipath"):
     md += ["## Multipath where idle links exist (a single FAPT tree, LTP, without and with relays)", "",
-           "| scenario | model | tree | tree + relays | splits | model gain | gain |", "|---|---|---|---|---|---|---|"]
+           "| scenario | model | tree | tree + relays | splits | gain |", "|---|---|---|---|---|---|"]
     for r in d["idle_multipath"]:
         size = f"{r['model_bytes'] / 2**30:.0f} GB" if r["model_bytes"] >= 2**30 else f"{r['model_bytes'] / 2**20:.0f} MB"
         md.append(f"| {r['scenario']} | {size} | {r['tree_s']:.2f} s | {r['tree_mp_s']:.2f} s | {r['splits']:.0f} | "
-                  f"{r['model_gain']:.2f} | {r['tree_s'] / r['tree_mp_s']:.2f} |")
+                  f"{r['tree_s'] / r['tree_mp_s']:.2f} |")
     md.append("")
 for f in d.get("fluctuation", []):
     modes = [m for m in ("stuck", "aware (passive)", "aware (passive+probes)", "aware+compress") if m in f]
@@ -101,7 +101,7 @@ for f in d.get("fluctuation", []):
     md.append("")
 keys = [k for k in sorted(d) if not isinstance(d[k], list)]
 md += ["## Figures (the benchmark's JSON line)", "", "| figure | value |", "|---|---|"]
-md += [f"| {k} | {d[k]:.4g} |" for k in keys]
+md += [f"| {k} | {d[k]:.4g} |" if isinstance(d[k], (int, float)) else f"| {k} | {d[k]} |" for k in keys]
 md += ["", "Plots: [speedup.png](speedup.png), [fluctuation.png](fluctuation.png). "
        "How these were made and what they mean: [../README.md](../README.md#wan-simulator-sim-sync)."]
 with open(f"{out}/sim-sync.md", "w") as fh:

@@ -1,0 +1,184 @@
+"""perf/bench time-to-accuracy: a convolutional network with 1,070,218 parameters (4.3 MB of
+gradient per step) on scikit-learn's digits, data-parallel over 3 testbed sites (one worker
+each) through the WAN emulator, synchronised every step through stormgate (full precision;
+int8 with error feedback) or torch.distributed's gloo (float32; DDP's fp16 compression:
+cast, all_reduce, cast back), same seed, same data order, same step count.
+
+Figures (last line):
+  tta_speedup_vs_gloo_<profile>       gloo f32's wall time to the target validation loss over
+                                      stormgate f32's (the target: 1.1 x the best validation
+                                      loss gloo f32 reached in the run)
+  tta_speedup_vs_gloo_fp16_<profile>  the same against gloo fp16
+  final_loss_ratio_int8_vs_gloo       stormgate int8's final validation loss over gloo f32's
+  final_loss_ratio_loss1_vs_gloo      stormgate f32 over the `lossy` profile (1% random loss
+                                      plus bursts: Early Close and Bubble Filling at work) over
+                                      gloo f32's, same step count
+  gateway_cpu_share_<profile>         CPU the gateways took during stormgate f32's training, as
+                                      a share of the machine (on this 2-core box they share
+                                      the CPUs with the training processes)
+Plots (PNG): validation loss against wall time per profile, in perf/results (full runs)."""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import bench_testbed_sync as tbs  # noqa: E402
+import train_digits as td  # noqa: E402
+
+
+class GatewayCpu:
+    """Samples /proc for the gateway processes (comm 'stormgate') while a run lasts: the CPU
+    seconds each used up to its last sample."""
+
+    def __init__(self):
+        self.ticks = {}
+        self.stop = threading.Event()
+        self.th = threading.Thread(target=self.loop, daemon=True)
+
+    def loop(self):
+        while not self.stop.is_set():
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    with open("/proc/%s/stat" % pid) as f:
+                        st = f.read()
+                except OSError:
+                    continue
+                comm = st[st.index("(") + 1:st.rindex(")")]
+                if comm != "stormgate":
+                    continue
+                fields = st[st.rindex(")") + 2:].split()
+                self.ticks[pid] = int(fields[11]) + int(fields[12])  # utime + stime
+            self.stop.wait(0.5)
+
+    def __enter__(self):
+        self.t0 = time.monotonic()
+        self.th.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.th.join()
+        self.wall = time.monotonic() - self.t0
+
+    def share(self):
+        cpu_s = sum(self.ticks.values()) / os.sysconf("SC_CLK_TCK")
+        return cpu_s / (self.wall * (os.cpu_count() or 1)) if self.wall > 0 else 0.0
+
+
+def train(a, label, backend, codec, tmp):
+    """One training on a fresh testbed; returns rank 0's per-epoch records."""
+    a.config_extra = tbs.compression_yaml(codec, tmp) if backend == "stormgate" else ""
+    gateway = "stormgate" if backend == "stormgate" else "router"
+    out = os.path.join(tmp, label + ".json")
+    with GatewayCpu() as cpu:
+        res = td.testbed_run(a, backend, gateway, out, os.path.join(tmp, label + ".progress"), label)
+    res["gateway_cpu_share"] = cpu.share() if backend == "stormgate" else 0.0
+    return res
+
+
+def time_to(epochs, target):
+    """Wall time at which the validation loss first reached `target` (linear between epochs)."""
+    prev_t, prev_l = 0.0, None
+    for e in epochs:
+        if e["val_loss"] <= target:
+            if prev_l is None or prev_l <= target:
+                return e["t"]
+            f = (prev_l - target) / (prev_l - e["val_loss"])
+            return prev_t + f * (e["t"] - prev_t)
+        prev_t, prev_l = e["t"], e["val_loss"]
+    return float("inf")
+
+
+def plot(runs, prof, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot skipped: python3-matplotlib missing", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, r in runs.items():
+        ax.plot([0] + [e["t"] for e in r["epochs"]], [None] + [e["val_loss"] for e in r["epochs"]], marker="o",
+                label=label)
+    ax.set_xlabel("wall time (s)")
+    ax.set_ylabel("validation loss")
+    ax.set_yscale("log")
+    ax.set_title("digits CNN (1.07M parameters), 3 sites, WAN profile %s" % prof)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--profiles", default="intercontinental")
+    ap.add_argument("--epochs", type=int, default=0)
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    td.use_build()
+    quick = args.quick
+    a = argparse.Namespace(sites=3, workers=1, rates="", rotate=0, epochs=args.epochs or (1 if quick else 8),
+                           batch=32, hidden=0, lr=0.05, seed=1, timeout=300.0, model="cnn", quiet=True, wan="")
+    profiles = [p.strip() for p in args.profiles.split(",") if p.strip()]
+    settings = [("stormgate f32", "stormgate", "f32"), ("gloo f32", "gloo", None)]
+    if not quick:
+        settings[1:1] = [("stormgate int8", "stormgate", "int8")]
+        settings.append(("gloo fp16", "gloo-fp16", None))
+    outdir = args.out or ("" if quick else os.path.join(ROOT, "perf", "results"))
+    res = {"bench": "time-to-accuracy", "mode": "quick" if quick else "full", "params": td.n_params(0, "cnn"),
+           "epochs": a.epochs}
+    tmp = tempfile.mkdtemp(prefix="sg-tta-")
+    try:
+        for prof in profiles:
+            a.wan = os.path.join(ROOT, "config", "wan", prof + ".yaml")
+            runs = {}
+            for label, backend, codec in settings:
+                print("== %s on %s (%d epochs)" % (label, prof, a.epochs), flush=True)
+                runs[label] = train(a, label.replace(" ", "-") + "-" + prof, backend, codec, tmp)
+                e = runs[label]["epochs"][-1]
+                print("   %.1f s, final validation loss %.4f, accuracy %.4f" % (e["t"], e["val_loss"], e["acc"]), flush=True)
+            target = 1.1 * min(e["val_loss"] for e in runs["gloo f32"]["epochs"])
+            print("\n%s: target validation loss %.4f (1.1 x gloo f32's best)" % (prof, target))
+            print("%-16s %12s %14s %12s %10s" % ("setting", "to target s", "final val loss", "accuracy", "total s"))
+            tta = {}
+            for label, r in runs.items():
+                tta[label] = time_to(r["epochs"], target)
+                e = r["epochs"][-1]
+                print("%-16s %12.1f %14.4f %12.4f %10.1f" % (label, tta[label], e["val_loss"], e["acc"], e["t"]))
+            if tta["stormgate f32"] < float("inf"):
+                res["tta_speedup_vs_gloo_" + prof] = round(tta["gloo f32"] / tta["stormgate f32"], 3)
+                if "gloo fp16" in tta:
+                    res["tta_speedup_vs_gloo_fp16_" + prof] = round(tta["gloo fp16"] / tta["stormgate f32"], 3)
+            gloo_final = runs["gloo f32"]["epochs"][-1]["val_loss"]
+            if "stormgate int8" in runs:
+                res["final_loss_ratio_int8_vs_gloo_" + prof] = round(
+                    runs["stormgate int8"]["epochs"][-1]["val_loss"] / gloo_final, 4)
+            res["final_loss_ratio_f32_vs_gloo_" + prof] = round(runs["stormgate f32"]["epochs"][-1]["val_loss"] / gloo_final, 4)
+            res["gateway_cpu_share_" + prof] = round(runs["stormgate f32"]["gateway_cpu_share"], 3)
+            res["runs_" + prof] = {k: [[round(e["t"], 2), round(e["val_loss"], 4)] for e in r["epochs"]] for k, r in runs.items()}
+            if outdir:
+                plot(runs, prof, os.path.join(outdir, "time-to-accuracy-%s.png" % prof))
+            if prof == "intercontinental" and "final_loss_ratio_int8_vs_gloo_" + prof in res:
+                res["final_loss_ratio_int8_vs_gloo"] = res["final_loss_ratio_int8_vs_gloo_" + prof]
+            if prof == "lossy":
+                res["final_loss_ratio_loss1_vs_gloo"] = res["final_loss_ratio_f32_vs_gloo_lossy"]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
