@@ -113,7 +113,7 @@ def plot(runs, prof, path):
     ax.set_xlabel("wall time (s)")
     ax.set_ylabel("validation loss")
     ax.set_yscale("log")
-    ax.set_title("digits CNN (1.07M parameters), 3 sites, WAN profile %s" % prof)
+    ax.set_title("digits CNN, 1.07M parameters, 3 sites, %s" % prof, fontsize=10)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -123,7 +123,7 @@ def plot(runs, prof, path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--profiles", default="intercontinental")
+    ap.add_argument("--profiles", default="intercontinental,lossy")
     ap.add_argument("--epochs", type=int, default=0)
     ap.add_argument("--out", default="")
     args = ap.parse_args()
@@ -132,6 +132,10 @@ def main():
     a = argparse.Namespace(sites=3, workers=1, rates="", rotate=0, epochs=args.epochs or (1 if quick else 8),
                            batch=32, hidden=0, lr=0.05, seed=1, timeout=300.0, model="cnn", quiet=True, wan="")
     profiles = [p.strip() for p in args.profiles.split(",") if p.strip()]
+    # gloo computes the same exact mean over any network: its losses at a step count are the
+    # same on every profile, so after the first profile only stormgate trains (lossy: 1% loss).
+    if quick:
+        profiles = profiles[:1]
     settings = [("stormgate f32", "stormgate", "f32"), ("gloo f32", "gloo", None)]
     if not quick:
         settings[1:1] = [("stormgate int8", "stormgate", "int8")]
@@ -141,15 +145,20 @@ def main():
            "epochs": a.epochs}
     tmp = tempfile.mkdtemp(prefix="sg-tta-")
     try:
+        gloo_ref = None
         for prof in profiles:
             a.wan = os.path.join(ROOT, "config", "wan", prof + ".yaml")
             runs = {}
-            for label, backend, codec in settings:
+            for label, backend, codec in (settings if gloo_ref is None else settings[:1]):
                 print("== %s on %s (%d epochs)" % (label, prof, a.epochs), flush=True)
                 runs[label] = train(a, label.replace(" ", "-") + "-" + prof, backend, codec, tmp)
                 e = runs[label]["epochs"][-1]
                 print("   %.1f s, final validation loss %.4f, accuracy %.4f" % (e["t"], e["val_loss"], e["acc"]), flush=True)
-            target = 1.1 * min(e["val_loss"] for e in runs["gloo f32"]["epochs"])
+            if gloo_ref is None:
+                gloo_ref = runs["gloo f32"]
+            else:
+                print("   (gloo f32: the exact mean, same losses as on the first profile)")
+            target = 1.1 * min(e["val_loss"] for e in gloo_ref["epochs"])
             print("\n%s: target validation loss %.4f (1.1 x gloo f32's best)" % (prof, target))
             print("%-16s %12s %14s %12s %10s" % ("setting", "to target s", "final val loss", "accuracy", "total s"))
             tta = {}
@@ -157,18 +166,18 @@ def main():
                 tta[label] = time_to(r["epochs"], target)
                 e = r["epochs"][-1]
                 print("%-16s %12.1f %14.4f %12.4f %10.1f" % (label, tta[label], e["val_loss"], e["acc"], e["t"]))
-            if tta["stormgate f32"] < float("inf"):
+            if tta["stormgate f32"] < float("inf") and "gloo f32" in tta:
                 res["tta_speedup_vs_gloo_" + prof] = round(tta["gloo f32"] / tta["stormgate f32"], 3)
                 if "gloo fp16" in tta:
                     res["tta_speedup_vs_gloo_fp16_" + prof] = round(tta["gloo fp16"] / tta["stormgate f32"], 3)
-            gloo_final = runs["gloo f32"]["epochs"][-1]["val_loss"]
+            gloo_final = gloo_ref["epochs"][-1]["val_loss"]
             if "stormgate int8" in runs:
                 res["final_loss_ratio_int8_vs_gloo_" + prof] = round(
                     runs["stormgate int8"]["epochs"][-1]["val_loss"] / gloo_final, 4)
             res["final_loss_ratio_f32_vs_gloo_" + prof] = round(runs["stormgate f32"]["epochs"][-1]["val_loss"] / gloo_final, 4)
             res["gateway_cpu_share_" + prof] = round(runs["stormgate f32"]["gateway_cpu_share"], 3)
             res["runs_" + prof] = {k: [[round(e["t"], 2), round(e["val_loss"], 4)] for e in r["epochs"]] for k, r in runs.items()}
-            if outdir:
+            if outdir and "gloo f32" in runs:
                 plot(runs, prof, os.path.join(outdir, "time-to-accuracy-%s.png" % prof))
             if prof == "intercontinental" and "final_loss_ratio_int8_vs_gloo_" + prof in res:
                 res["final_loss_ratio_int8_vs_gloo"] = res["final_loss_ratio_int8_vs_gloo_" + prof]
