@@ -79,7 +79,11 @@ def physical_bound(a):
     """The time no tree all-reduce can beat without compression. With the sites' uplinks (tbf):
     the slowest site must upload its whole gradient. With a WAN profile: every site sends and
     receives at least 2B(n-1)/n (its shards up, its own shard's mean out to the others) over
-    its pairs' capacity (their average over the schedule's cycle), capped by its uplink."""
+    its pairs' capacity (their average over the schedule's cycle), capped by its uplink; the
+    last byte a site must send still has to cross its shortest one-way delay, the first byte it
+    receives cannot arrive before its nearest peer's delay, and every site's result depends on
+    every other site's gradient (shortest relay path). Payload bytes over the wire rate, no
+    loss counted: the bound is generous to stormgate."""
     if not a.wan:
         slowest = min(float(r) for r in a.rates.split(",")) * 1e6 / 8
         return a.bytes / slowest
@@ -88,14 +92,21 @@ def physical_bound(a):
         p = yaml.safe_load(f)
     n = p["sites"]
     rate = {}
-    def apply(spec, entries):
+    def apply(spec, entries, key="rate_mbit", scale=1.0):
         for e in entries or []:
             dirs = [(e["from"], e["to"])] if "from" in e else [tuple(e["between"]), tuple(reversed(e["between"]))]
             for d in dirs:
-                if "rate_mbit" in e:
-                    spec[d] = e["rate_mbit"]
+                if key in e:
+                    spec[d] = e[key] * scale
     base = {(i, j): p.get("default", {}).get("rate_mbit", 0) for i in range(1, n + 1) for j in range(1, n + 1) if i != j}
     apply(base, p.get("pairs"))
+    delay = {d: p.get("default", {}).get("delay_ms", 0) / 1e3 for d in base}
+    apply(delay, p.get("pairs"), "delay_ms", 1e-3)
+    for k in range(1, n + 1):  # shortest relay paths (Floyd-Warshall)
+        for i in range(1, n + 1):
+            for j in range(1, n + 1):
+                if len({i, j, k}) == 3:
+                    delay[(i, j)] = min(delay[(i, j)], delay[(i, k)] + delay[(k, j)])
     sched = p.get("schedule")
     if sched and sched.get("phases"):
         cycle = sched.get("repeat_s") or max(ph["at_s"] for ph in sched["phases"]) + 1
@@ -122,7 +133,10 @@ def physical_bound(a):
         if up:
             cap = up[(i - 1) % len(up)] * 1e6 / 8
             out, inn = min(out, cap), min(inn, cap)
-        worst = max(worst, per_site / out, per_site / inn)
+        near_out = min(delay[(i, j)] for j in range(1, n + 1) if j != i)
+        near_in = min(delay[(j, i)] for j in range(1, n + 1) if j != i)
+        far = max(delay[(j, i)] for j in range(1, n + 1) if j != i)
+        worst = max(worst, per_site / out + near_out, near_in + per_site / inn, far)
     return worst
 
 

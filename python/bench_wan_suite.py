@@ -74,15 +74,11 @@ def main():
     print("\n%-18s " % "profile" + " ".join("%14s" % k for k in keys))
     for row in table:
         print("%-18s " % row["profile"] + " ".join("%14.3f" % row[k] for k in keys))
-    if "speedup_f32_vs_gloo_lossy" in out:
-        out["speedup_f32_vs_gloo_lossy"] = out["speedup_f32_vs_gloo_lossy"]
     out["f32_over_bound_max"] = max(out["f32_over_bound_" + p] for p in profiles)
     if any(k.startswith("speedup_int8_vs_gloo_fp16_") for k in out):
         out["speedup_int8_vs_gloo_fp16_min"] = min(out["speedup_int8_vs_gloo_fp16_" + p] for p in profiles)
     if any(k.startswith("adaptive_over_best_") for k in out):
         out["adaptive_over_best_max"] = max(out["adaptive_over_best_" + p] for p in profiles)
-    if "gain_adaptive_vs_off_fluctuating" in out:
-        out["gain_adaptive_vs_off_fluctuating"] = out["gain_adaptive_vs_off_fluctuating"]
     print(json.dumps(out))
     return 0
 
