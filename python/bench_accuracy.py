@@ -21,7 +21,7 @@ import train_digits  # noqa: E402
 
 def run(seed, loss, epochs):
     a = argparse.Namespace(sites=3, workers=2, epochs=epochs, batch=16, hidden=128, lr=0.05, seed=seed,
-                           bubble_loss=loss, out="", quiet=True, min_acc=0.0)
+                           bubble_loss=loss, out="", quiet=True, min_acc=0.0, model="mlp")
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         train_digits.run_sim(a)
