@@ -7,12 +7,19 @@ the same links, alternated, medians over pairs.
 Figures (last line): speedup_f32_vs_gloo_lossy, f32_over_bound_max (stormgate full precision
 over the uncompressed physical bound, worst profile), speedup_int8_vs_gloo_fp16_min,
 adaptive_over_best_max (adaptive's time over the better of off/always, worst profile),
-gain_adaptive_vs_off_fluctuating; per profile every time and ratio."""
+gain_adaptive_vs_off_fluctuating; per profile every time and ratio. The simulator checked
+against the testbed: each profile translated into a scenario (wan_profile.py) and run by
+bench_sim_sync --parts testbed (the same lib/ code, 1344-byte chunks, the same gradient);
+sim_over_testbed_stormgate_<profile> = simulated / measured stormgate f32 round,
+sim_over_testbed_gloo_<profile> = simulated ring all-reduce (reliable AIMD) / measured gloo
+float32; sim_over_testbed_stormgate and _gloo are the profiles' worst (farthest from 1)."""
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -20,8 +27,24 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import bench_testbed_sync as tbs  # noqa: E402
+import wan_profile  # noqa: E402
 
 PROFILES = ["continent", "intercontinental", "lossy", "fluctuating"]
+
+
+def simulate(build, profile_path, nbytes, tmp):
+    """The profile on the simulator: (stormgate f32 round s, ring all-reduce round s)."""
+    text, left_out = wan_profile.translate(wan_profile.load(profile_path))
+    name = os.path.splitext(os.path.basename(profile_path))[0]
+    with open(os.path.join(tmp, "wan-%s.yaml" % name), "w") as f:
+        f.write(text)
+    out = subprocess.run([os.path.join(build, "perf", "sim", "bench_sim_sync"), "--scenarios", tmp, "--only",
+                          "wan-%s.yaml" % name, "--parts", "testbed", "--bytes", str(nbytes), "--out", tmp],
+                         check=True, capture_output=True, text=True).stdout
+    print("  simulated%s:" % ((" (not modelled: %s)" % ", ".join(left_out)) if left_out else ""))
+    print("\n".join("    " + ln for ln in out.splitlines() if ln.strip() and not ln.startswith("{") and "wrote" not in ln))
+    fig = json.loads(out.strip().splitlines()[-1])
+    return fig["testbed_sim_stormgate_s_wan-" + name], fig["testbed_sim_ring_s_wan-" + name]
 
 
 def main():
@@ -33,6 +56,8 @@ def main():
     ap.add_argument("--pairs", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=180)
+    ap.add_argument("--results", default=os.path.join(ROOT, "perf", "results"),
+                    help="where a full run writes wan-suite.md ('' for nowhere)")
     a = ap.parse_args()
     profiles = ["lossy"] if a.quick else [p.strip() for p in a.profiles.split(",") if p.strip()]
     codecs = ["f32"] if a.quick else ["f32", "adaptive", "int8"]
@@ -58,7 +83,11 @@ def main():
             bound = tbs.physical_bound(a)
             t = {c: med([x[0] for x in pairs[c]]) for c in codecs}
             b = {bl: med([x[1][bl] for x in pairs[codecs[0]]]) for bl in baselines}
-            row = {"profile": prof, "bound_s": bound, **{"stormgate_" + c: t[c] for c in codecs}, **b}
+            sim_sg, sim_ring = simulate(build, a.wan, a.bytes, tmp)
+            row = {"profile": prof, "bound_s": bound, **{"stormgate_" + c: t[c] for c in codecs}, **b,
+                   "sim_stormgate": sim_sg, "sim_ring": sim_ring}
+            out["sim_over_testbed_stormgate_" + prof] = round(sim_sg / t["f32"], 3)
+            out["sim_over_testbed_gloo_" + prof] = round(sim_ring / b["gloo"], 3)
             table.append(row)
             ratio = lambda c, bl: med([x[1][bl] / x[0] for x in pairs[c]])  # noqa: E731
             out["speedup_f32_vs_gloo_" + prof] = round(ratio("f32", "gloo"), 3)
@@ -71,16 +100,37 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     keys = [k for k in table[0] if k not in ("profile",)]
-    print("\n%-18s " % "profile" + " ".join("%14s" % k for k in keys))
+    print("\nround time, seconds (medians); sim_* = the simulator on the same profile")
+    print("%-18s " % "profile" + " ".join("%15s" % k for k in keys))
     for row in table:
-        print("%-18s " % row["profile"] + " ".join("%14.3f" % row[k] for k in keys))
+        print("%-18s " % row["profile"] + " ".join("%15.3f" % row[k] for k in keys))
     out["f32_over_bound_max"] = max(out["f32_over_bound_" + p] for p in profiles)
+    for who in ("stormgate", "gloo"):
+        out["sim_over_testbed_" + who] = max((out["sim_over_testbed_%s_%s" % (who, p)] for p in profiles),
+                                             key=lambda r: abs(math.log(r)))
     if any(k.startswith("speedup_int8_vs_gloo_fp16_") for k in out):
         out["speedup_int8_vs_gloo_fp16_min"] = min(out["speedup_int8_vs_gloo_fp16_" + p] for p in profiles)
     if any(k.startswith("adaptive_over_best_") for k in out):
         out["adaptive_over_best_max"] = max(out["adaptive_over_best_" + p] for p in profiles)
     print(json.dumps(out))
+    if not a.quick and a.results:
+        write_results(a, table, keys, out)
     return 0
+
+
+def write_results(a, table, keys, out):
+    """perf/results/wan-suite.md: the table and the figures of a full run."""
+    path = os.path.join(a.results, "wan-suite.md")
+    with open(path, "w") as f:
+        f.write("# wan-suite: %d MB per round, 3 sites x %d worker through tools/wanem\n\n" % (a.bytes >> 20, a.workers))
+        f.write("Median round times in seconds (%d alternated pairs of %d rounds after %d warm-up). `bound_s`: the "
+                "uncompressed physical bound (python/bench_testbed_sync.py `physical_bound`); `sim_*`: the simulator "
+                "on the same profile (python/wan_profile.py).\n\n" % (a.pairs, a.rounds, a.warmup))
+        f.write("| profile | " + " | ".join(keys) + " |\n|---|" + "---|" * len(keys) + "\n")
+        for row in table:
+            f.write("| %s | " % row["profile"] + " | ".join("%.3f" % row[k] for k in keys) + " |\n")
+        f.write("\n```json\n%s\n```\n" % json.dumps(out, indent=1))
+    print("wrote %s" % path)
 
 
 if __name__ == "__main__":

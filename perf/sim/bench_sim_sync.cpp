@@ -42,9 +42,10 @@ Args parse(int argc, char** argv) {
     else if (s == "--out" && i + 1 < argc) a.out = argv[++i];
     else if (s == "--only" && i + 1 < argc) a.only.push_back(argv[++i]);
     else if (s == "--parts" && i + 1 < argc) a.parts = argv[++i];
+    else if (s == "--bytes" && i + 1 < argc) a.part.bytes = std::strtoull(argv[++i], nullptr, 10);
     else {
       std::fprintf(stderr, "usage: bench_sim_sync [--quick] [--scenarios DIR] [--out DIR] [--only FILE.yaml]... "
-                           "[--parts main,loss,idle,fluct,mcast,haul,64]\n");
+                           "[--parts main,loss,idle,fluct,mcast,haul,64,testbed] [--bytes N]\n");
       std::exit(2);
     }
   }
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   if (args.want("mcast")) part_selmcast(scenarios, rep);
   if (args.want("haul")) part_long_haul(args.part, rep);
   if (args.want("64")) part_speed(args.part, rep);
+  if (args.want("testbed")) part_testbed(args.part, scenarios, rep);
 
   bench::JsonLine line("sim-sync");
   for (const auto& [k, v] : rep.fig) {

@@ -45,6 +45,7 @@ struct PartArgs {
   bool only = false;        // scenarios were named with --only
   std::string scenarios;    // folder of the scenario files
   double mem_budget = 1.5e9;  // bytes of SiteSync buffers across all sites
+  uint64_t bytes = 0;         // --bytes: the gradient of the testbed part (0: 16 MB)
 };
 
 // "100 MB", "1 GB".
@@ -59,5 +60,6 @@ void part_fluctuation(const PartArgs& a, const std::vector<sim::Scenario>& scs, 
 void part_selmcast(const std::vector<sim::Scenario>& scs, Report& r);
 void part_long_haul(const PartArgs& a, Report& r);
 void part_speed(const PartArgs& a, Report& r);
+void part_testbed(const PartArgs& a, const std::vector<sim::Scenario>& scs, Report& r);
 
 }  // namespace sg::simbench

@@ -1,0 +1,47 @@
+// The simulator checked against the testbed (perf/bench wan-suite): a scenario that copies one
+// of the testbed emulator's WAN profiles (config/wan, translated by python/wan_profile.py:
+// the same sites, pair rates, one-way delays, random and burst loss, queues, schedule), the
+// same gradient size, and the gateway's own DATA chunk, so that a simulated loss hits one
+// 1344-byte packet as on the testbed (the other parts simulate 64 KB chunks, where one loss
+// stands for forty). The stack as the gateways run it in full precision, and ring all-reduce
+// over the reliable AIMD transport, which stands for gloo; wan-suite divides these by the
+// testbed's measured round times.
+#include <cstdio>
+
+#include "experiments.h"
+#include "parts.h"
+
+namespace sg::simbench {
+
+namespace {
+constexpr uint32_t kGatewayChunk = 1344;  // transport.chunk_bytes in the testbed's configs
+// As wan-suite runs the testbed: one warm-up round, then the median of three.
+constexpr int kRounds = 4, kReported = 3;
+}  // namespace
+
+void part_testbed(const PartArgs& a, const std::vector<sim::Scenario>& scs, Report& r) {
+  const uint64_t model = a.bytes ? a.bytes : 16ull << 20;
+  std::printf("The testbed's WAN profiles simulated (%s per round, %u-byte chunks, median of rounds 2-%d)\n",
+              size_name(model).c_str(), kGatewayChunk, kRounds);
+  bench::Table t({"scenario", "stormgate f32 s", "ring (reliable) s", "ring / stormgate", "retx", "bubbles"});
+  for (const auto& sc : scs) {
+    Setup s = make_setup(sc, model, a.mem_budget, kRounds, kReported);
+    s.chunk_real = kGatewayChunk / s.scale / 4 * 4;
+    StackOptions o;
+    o.awareness = Awareness::kProbes;
+    o.multipath = true;
+    const StackResult st = run_stack(s, sc.wan, o, kRounds, "stormgate f32");
+    std::vector<double> per_round;
+    for (const auto& x : st.rounds) per_round.push_back(x.seconds);
+    const double stack = median_of_last(per_round, kReported);
+    const ModeResult ring = run_ring(s, sc.wan, "ring all-reduce (reliable)");
+    t.row({sc.name + (st.ok && ring.ok ? "" : " (DID NOT FINISH)"), bench::fmt(stack, "%.3f"), bench::fmt(ring.seconds, "%.3f"),
+           bench::fmt(ring.seconds / stack, "%.2f"), std::to_string(st.last.retransmits), std::to_string(st.last.bubbles)});
+    r.fig["testbed_sim_stormgate_s_" + sc.name] = stack;
+    r.fig["testbed_sim_ring_s_" + sc.name] = ring.seconds;
+  }
+  t.print();
+  std::printf("\n");
+}
+
+}  // namespace sg::simbench
