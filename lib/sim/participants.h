@@ -16,6 +16,7 @@
 
 #include "common/rng.h"
 #include "ltp/aimd_controller.h"
+#include "ltp/cubic_controller.h"
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
 #include "sim/wan.h"
@@ -78,23 +79,27 @@ class SyncParticipant final : public Participant, private sync::SampleSink {
   std::vector<Nanos> rtt_ = std::vector<Nanos>(1024, -1);
 };
 
-// AIMD whose window survives Sender::start (a persistent connection): only the first reset
-// initialises it.
-class PersistentAimd final : public ltp::RateController {
+// A TCP-like controller whose window survives Sender::start (a persistent connection): only
+// the first reset initialises it.
+class PersistentTcp final : public ltp::RateController {
  public:
-  const char* name() const override { return "aimd-persistent"; }
+  explicit PersistentTcp(bool cubic) {
+    if (cubic) inner_ = std::make_unique<ltp::CubicController>();
+    else inner_ = std::make_unique<ltp::AimdController>();
+  }
+  const char* name() const override { return inner_->name(); }
   void reset(Nanos now, uint32_t mss) override {
-    if (!started_) inner_.reset(now, mss);
+    if (!started_) inner_->reset(now, mss);
     started_ = true;
   }
-  void on_ack(const ltp::AckEvent& ev) override { inner_.on_ack(ev); }
-  void on_loss(const ltp::LossEvent& ev) override { inner_.on_loss(ev); }
-  uint64_t cwnd_bytes() const override { return inner_.cwnd_bytes(); }
+  void on_ack(const ltp::AckEvent& ev) override { inner_->on_ack(ev); }
+  void on_loss(const ltp::LossEvent& ev) override { inner_->on_loss(ev); }
+  uint64_t cwnd_bytes() const override { return inner_->cwnd_bytes(); }
   double pacing_rate() const override { return 0; }
-  ltp::LossDetection loss_detection() const override { return inner_.loss_detection(); }
+  ltp::LossDetection loss_detection() const override { return inner_->loss_detection(); }
 
  private:
-  ltp::AimdController inner_;
+  std::unique_ptr<ltp::RateController> inner_;
   bool started_ = false;
 };
 
@@ -105,6 +110,7 @@ struct RingConfig {
   size_t floats = 0;            // model size
   uint64_t seed = 1;
   SimTimeouts timeouts;
+  bool cubic = false;           // CUBIC (Linux's default) instead of NewReno
 };
 
 class RingParticipant final : public Participant, private ltp::ReceiverSink {
@@ -134,7 +140,7 @@ class RingParticipant final : public Participant, private ltp::ReceiverSink {
   std::vector<float> work_;
   std::vector<uint8_t> recv_done_;
   Rng rng_;
-  PersistentAimd rc_;
+  PersistentTcp rc_;
   std::unique_ptr<ltp::Sender> sender_;
   std::unique_ptr<ltp::Receiver> receiver_;
   int next_step_ = 0;  // next step to send
