@@ -58,7 +58,11 @@ def main():
     ap.add_argument("--timeout", type=float, default=180)
     ap.add_argument("--results", default=os.path.join(ROOT, "perf", "results"),
                     help="where a full run writes wan-suite.md ('' for nowhere)")
+    ap.add_argument("--sim-again", metavar="WAN_SUITE_MD",
+                    help="rerun only the simulator against the testbed times of an earlier full run's wan-suite.md")
     a = ap.parse_args()
+    if a.sim_again:
+        return sim_again(a.sim_again, os.environ.get("SG_BUILD", os.path.join(ROOT, "build")))
     profiles = ["lossy"] if a.quick else [p.strip() for p in a.profiles.split(",") if p.strip()]
     codecs = ["f32"] if a.quick else ["f32", "adaptive", "int8"]
     baselines = ["gloo"] if a.quick else ["gloo", "gloo-fp16"]
@@ -115,6 +119,39 @@ def main():
     print(json.dumps(out))
     if not a.quick and a.results:
         write_results(a, table, keys, out)
+    return 0
+
+
+def sim_again(md, build):
+    """The simulator's side of an earlier full run again (after a change to the simulator):
+    the testbed's times are read from its table, the sim columns and keys are replaced."""
+    text = open(md).read()
+    lines = text.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("| profile |"))
+    keys = [k.strip() for k in lines[head].strip("|").split("|")][1:]
+    out = json.loads(text[text.index("```json") + 7:text.rindex("```")])
+    tmp = tempfile.mkdtemp(prefix="sg-wansuite-")
+    try:
+        for i in range(head + 2, len(lines)):
+            if not lines[i].startswith("|"):
+                break
+            cells = [c.strip() for c in lines[i].strip("|").split("|")]
+            prof, row = cells[0], dict(zip(keys, map(float, cells[1:])))
+            row["sim_stormgate"], row["sim_ring"] = simulate(build, os.path.join(ROOT, "config", "wan", prof + ".yaml"),
+                                                             out["bytes"], tmp)
+            out["sim_over_testbed_stormgate_" + prof] = round(row["sim_stormgate"] / row["stormgate_f32"], 3)
+            out["sim_over_testbed_gloo_" + prof] = round(row["sim_ring"] / row["gloo"], 3)
+            lines[i] = "| %s | " % prof + " | ".join("%.3f" % row[k] for k in keys) + " |"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    profiles = [k[len("sim_over_testbed_gloo_"):] for k in out if k.startswith("sim_over_testbed_gloo_")]
+    for who in ("stormgate", "gloo"):
+        out["sim_over_testbed_" + who] = max((out["sim_over_testbed_%s_%s" % (who, p)] for p in profiles),
+                                             key=lambda r: abs(math.log(r)))
+    body = "\n".join(lines[:lines.index("```json")])
+    with open(md, "w") as f:
+        f.write(body + "\n```json\n%s\n```\n" % json.dumps(out, indent=1))
+    print(json.dumps(out))
     return 0
 
 
