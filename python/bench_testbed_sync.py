@@ -19,6 +19,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
+GLOO_TCP_CC = set()  # the congestion control(s) the baselines' TCP ran with (scripts/testbed --tcp-cc)
+
+
 def compression_yaml(codec, tmp):
     """The gateway config section for a stormgate setting (the config's default is adaptive)."""
     path = os.path.join(tmp, "compression-%s.yaml" % codec)
@@ -45,6 +48,8 @@ def one(backend, gateway, a, rotate, tmp, k, codec=None):
            "--gateway", gateway, "--model-bytes", str(a.bytes), "--worker-cmd", worker, "--quiet"]
     if a.rates:
         cmd += ["--rates", a.rates]
+    if getattr(a, "tcp_cc", ""):
+        cmd += ["--tcp-cc", a.tcp_cc]
     if a.wan:
         cmd += ["--wan", a.wan]
     if backend == "stormgate" and codec:
@@ -56,7 +61,10 @@ def one(backend, gateway, a, rotate, tmp, k, codec=None):
         raise SystemExit("testbed-sync: the %s run failed (testbed exit %d); rerun scripts/testbed with "
                          "--keep-logs to see the gateway and worker logs" % (backend, rc))
     with open(out) as f:
-        return statistics.median(json.load(f)["times"])
+        res = json.load(f)
+    if backend != "stormgate":
+        GLOO_TCP_CC.add(res.get("tcp_cc", "unknown"))
+    return statistics.median(res["times"])
 
 
 def series(a, codecs, rotate, tmp, baselines=("gloo",)):
@@ -153,6 +161,7 @@ def main():
     ap.add_argument("--sites", type=int, default=3)
     ap.add_argument("--baselines", default="gloo", help="gloo (float32) and/or gloo-fp16 (DDP's fp16 compression hook)")
     ap.add_argument("--rotate", type=float, default=3.0, help="fluctuation: rotate rates every S seconds")
+    ap.add_argument("--tcp-cc", default="", help="gloo's TCP congestion control (scripts/testbed --tcp-cc; default bbr)")
     ap.add_argument("--gateway", choices=["stormgate", "stub"], default=os.environ.get("SG_TB_GATEWAY_KIND", "stormgate"),
                     help="stub: the DPDK-free per-site stub (plumbing only: no WAN round, not a valid figure)")
     ap.add_argument("--timeout", type=float, default=120)
@@ -226,6 +235,7 @@ def summarise(a, codecs, baselines, fixed, rot):
         print("%-28s %-9s %12.3f %12s %12.3f %9.2fx" % ("rotating every %gs" % a.rotate, codecs[0], med([x[0] for x in p]),
                                                          b0, med([x[1][b0] for x in p]), spr))
         res["speedup_vs_gloo_fluctuating"] = round(spr, 3)
+    res["gloo_tcp_cc"] = ",".join(sorted(GLOO_TCP_CC))
     bound = physical_bound(a)
     res["uncompressed_bound_s"] = round(bound, 4)
     if "gloo" in baselines:

@@ -11,8 +11,10 @@ gain_adaptive_vs_off_fluctuating; per profile every time and ratio. The simulato
 against the testbed: each profile translated into a scenario (wan_profile.py) and run by
 bench_sim_sync --parts testbed (the same lib/ code, 1344-byte chunks, the same gradient);
 sim_over_testbed_stormgate_<profile> = simulated / measured stormgate f32 round,
-sim_over_testbed_gloo_<profile> = simulated ring all-reduce (reliable AIMD) / measured gloo
-float32; sim_over_testbed_stormgate and _gloo are the profiles' worst (farthest from 1)."""
+sim_over_testbed_gloo_<profile> = simulated ring all-reduce / measured gloo float32, the ring's
+connections on the congestion control gloo's TCP ran with (gloo_tcp_cc: scripts/testbed
+--tcp-cc, bbr by default); sim_over_testbed_stormgate and _gloo are the profiles' worst
+(farthest from 1)."""
 import argparse
 import json
 import math
@@ -32,8 +34,12 @@ import wan_profile  # noqa: E402
 PROFILES = ["continent", "intercontinental", "lossy", "fluctuating"]
 
 
-def simulate(build, profile_path, nbytes, tmp):
-    """The profile on the simulator: (stormgate f32 round s, ring all-reduce round s)."""
+SIM_CC = {"bbr": "bbr", "cubic": "cubic", "reno": "newreno"}  # kernel name -> the simulator's
+
+
+def simulate(build, profile_path, nbytes, tmp, tcp_cc):
+    """The profile on the simulator: (stormgate f32 round s, ring all-reduce round s on the
+    congestion control gloo's TCP ran with on the testbed)."""
     text, left_out = wan_profile.translate(wan_profile.load(profile_path))
     name = os.path.splitext(os.path.basename(profile_path))[0]
     with open(os.path.join(tmp, "wan-%s.yaml" % name), "w") as f:
@@ -44,7 +50,7 @@ def simulate(build, profile_path, nbytes, tmp):
     print("  simulated%s:" % ((" (not modelled: %s)" % ", ".join(left_out)) if left_out else ""))
     print("\n".join("    " + ln for ln in out.splitlines() if ln.strip() and not ln.startswith("{") and "wrote" not in ln))
     fig = json.loads(out.strip().splitlines()[-1])
-    return fig["testbed_sim_stormgate_s_wan-" + name], fig["testbed_sim_ring_s_wan-" + name]
+    return fig["testbed_sim_stormgate_s_wan-" + name], fig["testbed_sim_ring_%s_s_wan-%s" % (SIM_CC[tcp_cc], name)]
 
 
 def main():
@@ -56,6 +62,7 @@ def main():
     ap.add_argument("--pairs", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=180)
+    ap.add_argument("--tcp-cc", default="", help="gloo's TCP congestion control (scripts/testbed --tcp-cc; default bbr)")
     ap.add_argument("--results", default=os.path.join(ROOT, "perf", "results"),
                     help="where a full run writes wan-suite.md ('' for nowhere)")
     ap.add_argument("--sim-again", metavar="WAN_SUITE_MD",
@@ -87,7 +94,9 @@ def main():
             bound = tbs.physical_bound(a)
             t = {c: med([x[0] for x in pairs[c]]) for c in codecs}
             b = {bl: med([x[1][bl] for x in pairs[codecs[0]]]) for bl in baselines}
-            sim_sg, sim_ring = simulate(build, a.wan, a.bytes, tmp)
+            cc = ",".join(sorted(tbs.GLOO_TCP_CC))
+            out["gloo_tcp_cc"] = cc
+            sim_sg, sim_ring = simulate(build, a.wan, a.bytes, tmp, cc)
             row = {"profile": prof, "bound_s": bound, **{"stormgate_" + c: t[c] for c in codecs}, **b,
                    "sim_stormgate": sim_sg, "sim_ring": sim_ring}
             out["sim_over_testbed_stormgate_" + prof] = round(sim_sg / t["f32"], 3)
@@ -138,7 +147,7 @@ def sim_again(md, build):
             cells = [c.strip() for c in lines[i].strip("|").split("|")]
             prof, row = cells[0], dict(zip(keys, map(float, cells[1:])))
             row["sim_stormgate"], row["sim_ring"] = simulate(build, os.path.join(ROOT, "config", "wan", prof + ".yaml"),
-                                                             out["bytes"], tmp)
+                                                             out["bytes"], tmp, out["gloo_tcp_cc"])
             out["sim_over_testbed_stormgate_" + prof] = round(row["sim_stormgate"] / row["stormgate_f32"], 3)
             out["sim_over_testbed_gloo_" + prof] = round(row["sim_ring"] / row["gloo"], 3)
             lines[i] = "| %s | " % prof + " | ".join("%.3f" % row[k] for k in keys) + " |"

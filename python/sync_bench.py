@@ -12,6 +12,15 @@ import time
 import numpy as np
 
 
+def tcp_cc():
+    """The congestion control this worker's TCP (gloo's) runs in its namespace."""
+    try:
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", choices=["stormgate", "gloo", "gloo-fp16"], required=True)
@@ -80,7 +89,8 @@ def main():
         dist.destroy_process_group()
     if rank == 0 and a.out:
         with open(a.out, "w") as f:
-            json.dump({"backend": a.backend, "bytes": a.bytes, "world": world, "times": times, "inexact": inexact}, f)
+            json.dump({"backend": a.backend, "bytes": a.bytes, "world": world, "times": times, "inexact": inexact,
+                       "tcp_cc": tcp_cc()}, f)
     return 0
 
 

@@ -61,7 +61,7 @@ std::vector<std::unique_ptr<Participant>> make_sync_sites(int n, uint32_t chunk_
 
 std::vector<std::unique_ptr<Participant>> make_ring_sites(const std::vector<int>& order, uint32_t chunk_bytes,
                                                           size_t floats, uint64_t seed, const SimTimeouts& t,
-                                                          bool cubic) {
+                                                          TcpCc cc) {
   std::vector<std::unique_ptr<Participant>> v;
   for (size_t i = 0; i < order.size(); ++i) {
     RingConfig rc;
@@ -71,7 +71,7 @@ std::vector<std::unique_ptr<Participant>> make_ring_sites(const std::vector<int>
     rc.floats = floats;
     rc.seed = seed * 104729 + i;
     rc.timeouts = t;
-    rc.cubic = cubic;
+    rc.cc = cc;
     v.push_back(std::make_unique<RingParticipant>(rc));
   }
   return v;

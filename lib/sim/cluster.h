@@ -42,10 +42,10 @@ class Cluster {
 // wire_compression: the sites may compress links (SiteSync::set_link_codec).
 std::vector<std::unique_ptr<Participant>> make_sync_sites(int n, uint32_t chunk_bytes, bool reliable, uint64_t seed,
                                                           const SimTimeouts& t = {}, bool wire_compression = false);
-// n ring all-reduce sites over `order`, on NewReno (or CUBIC: `cubic`).
+// n ring all-reduce sites over `order`, their connections on `cc`.
 std::vector<std::unique_ptr<Participant>> make_ring_sites(const std::vector<int>& order, uint32_t chunk_bytes,
                                                           size_t floats, uint64_t seed, const SimTimeouts& t = {},
-                                                          bool cubic = false);
+                                                          TcpCc cc = TcpCc::kNewReno);
 // Installs `plan` (policy `version`) at every SiteSync site and its splits in the Wan.
 bool install_plan(Cluster& c, const topo::Plan& plan, uint32_t version);
 

@@ -34,7 +34,7 @@ ParticipantStats SyncParticipant::stats() const {
   return p;
 }
 
-RingParticipant::RingParticipant(const RingConfig& cfg) : cfg_(cfg), rng_(cfg.seed), rc_(cfg.cubic) {
+RingParticipant::RingParticipant(const RingConfig& cfg) : cfg_(cfg), rng_(cfg.seed), rc_(cfg.cc) {
   n_ = static_cast<int>(cfg_.order.size());
   steps_ = 2 * (n_ - 1);
   pos_ = static_cast<int>(std::find(cfg_.order.begin(), cfg_.order.end(), cfg_.self) - cfg_.order.begin());

@@ -17,6 +17,7 @@
 #include "common/rng.h"
 #include "ltp/aimd_controller.h"
 #include "ltp/cubic_controller.h"
+#include "ltp/delivery_rate_controller.h"
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
 #include "sim/wan.h"
@@ -79,12 +80,18 @@ class SyncParticipant final : public Participant, private sync::SampleSink {
   std::vector<Nanos> rtt_ = std::vector<Nanos>(1024, -1);
 };
 
+// The congestion control of the ring's TCP-like connections: NewReno (the other baselines'),
+// CUBIC (Linux's default) or BBR-like (lib/ltp's delivery-rate controller on reliable delivery:
+// what a kernel set to `tcp_congestion_control = bbr` runs; it does not back off on random loss).
+enum class TcpCc : uint8_t { kNewReno, kCubic, kBbr };
+
 // A TCP-like controller whose window survives Sender::start (a persistent connection): only
 // the first reset initialises it.
 class PersistentTcp final : public ltp::RateController {
  public:
-  explicit PersistentTcp(bool cubic) {
-    if (cubic) inner_ = std::make_unique<ltp::CubicController>();
+  explicit PersistentTcp(TcpCc cc) {
+    if (cc == TcpCc::kCubic) inner_ = std::make_unique<ltp::CubicController>();
+    else if (cc == TcpCc::kBbr) inner_ = std::make_unique<ltp::DeliveryRateController>();
     else inner_ = std::make_unique<ltp::AimdController>();
   }
   const char* name() const override { return inner_->name(); }
@@ -95,7 +102,7 @@ class PersistentTcp final : public ltp::RateController {
   void on_ack(const ltp::AckEvent& ev) override { inner_->on_ack(ev); }
   void on_loss(const ltp::LossEvent& ev) override { inner_->on_loss(ev); }
   uint64_t cwnd_bytes() const override { return inner_->cwnd_bytes(); }
-  double pacing_rate() const override { return 0; }
+  double pacing_rate() const override { return inner_->pacing_rate(); }
   ltp::LossDetection loss_detection() const override { return inner_->loss_detection(); }
 
  private:
@@ -110,7 +117,7 @@ struct RingConfig {
   size_t floats = 0;            // model size
   uint64_t seed = 1;
   SimTimeouts timeouts;
-  bool cubic = false;           // CUBIC (Linux's default) instead of NewReno
+  TcpCc cc = TcpCc::kNewReno;
 };
 
 class RingParticipant final : public Participant, private ltp::ReceiverSink {

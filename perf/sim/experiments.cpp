@@ -101,11 +101,11 @@ ModeResult run_sync(const Setup& s, const sim::WanSpec& w, const topo::Plan& pla
   return run_rounds(s, wan, c, name);
 }
 
-ModeResult run_ring(const Setup& s, const sim::WanSpec& w, const std::string& name, bool cubic) {
+ModeResult run_ring(const Setup& s, const sim::WanSpec& w, const std::string& name, sim::TcpCc cc) {
   const topo::Network net = sim::network_at(w, 0, s.scale, kAggBps);
   sim::Wan wan(w, max_msg(s), s.scale);
   sim::Cluster c(wan, sim::make_ring_sites(sim::best_ring(s.n, net.bw, net.rtt), s.chunk_real, s.model_real / 4, w.seed,
-                                           {}, cubic));
+                                           {}, cc));
   return run_rounds(s, wan, c, name);
 }
 

@@ -51,8 +51,10 @@ const char* topo_name(Topo t);
 // SiteSync on `plan` over `wan` (reliable = the TCP-like baseline transport).
 ModeResult run_sync(const Setup& s, const sim::WanSpec& wan, const topo::Plan& plan, bool reliable,
                     const std::string& name);
-// Ring all-reduce, reliable (NewReno, or CUBIC), best ring order for the measured network.
-ModeResult run_ring(const Setup& s, const sim::WanSpec& wan, const std::string& name, bool cubic = false);
+// Ring all-reduce, reliable (NewReno unless `cc` says otherwise), best ring order for the
+// measured network.
+ModeResult run_ring(const Setup& s, const sim::WanSpec& wan, const std::string& name,
+                    sim::TcpCc cc = sim::TcpCc::kNewReno);
 
 // stormgate's stack as gateways run it: every site a sim::GatewaySite (SiteSync and the
 // gateway's control plane, lib/controller), rounds back to back on `wan`. Every site starts

@@ -4,10 +4,11 @@
 // same gradient size, and the gateway's own DATA chunk, so that a simulated loss hits one
 // 1344-byte packet as on the testbed (the other parts simulate 64 KB chunks, where one loss
 // stands for forty). The stack as the gateways run it in full precision, and ring all-reduce
-// over CUBIC, the kernel TCP under gloo (beside it over NewReno, the other parts' baseline,
-// to show what the choice of baseline transport is worth); wan-suite divides these by the
-// testbed's measured round times.
+// (gloo's algorithm) over each TCP congestion control a kernel may run under gloo: NewReno
+// (the other parts' baseline), CUBIC (Linux's default) and BBR; wan-suite divides these by the
+// testbed's measured round times, taking the ring on the testbed's own congestion control.
 #include <cstdio>
+#include <cstdlib>
 
 #include "experiments.h"
 #include "parts.h"
@@ -24,8 +25,7 @@ void part_testbed(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repo
   const uint64_t model = a.bytes ? a.bytes : 16ull << 20;
   std::printf("The testbed's WAN profiles simulated (%s per round, %u-byte chunks, median of rounds 2-%d)\n",
               size_name(model).c_str(), kGatewayChunk, kRounds);
-  bench::Table t({"scenario", "stormgate f32 s", "ring CUBIC s", "ring NewReno s", "CUBIC ring / stormgate", "retx",
-                  "bubbles"});
+  bench::Table t({"scenario", "stormgate f32 s", "ring NewReno s", "ring CUBIC s", "ring BBR s", "retx", "bubbles"});
   for (const auto& sc : scs) {
     Setup s = make_setup(sc, model, a.mem_budget, kRounds, kReported);
     s.chunk_real = kGatewayChunk / s.scale / 4 * 4;
@@ -36,14 +36,17 @@ void part_testbed(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repo
     std::vector<double> per_round;
     for (const auto& x : st.rounds) per_round.push_back(x.seconds);
     const double stack = median_of_last(per_round, kReported);
-    const ModeResult ring = run_ring(s, sc.wan, "ring all-reduce (CUBIC)", true);
-    const ModeResult reno = run_ring(s, sc.wan, "ring all-reduce (NewReno)", false);
-    t.row({sc.name + (st.ok && ring.ok && reno.ok ? "" : " (DID NOT FINISH)"), bench::fmt(stack, "%.3f"),
-           bench::fmt(ring.seconds, "%.3f"), bench::fmt(reno.seconds, "%.3f"), bench::fmt(ring.seconds / stack, "%.2f"),
-           std::to_string(st.last.retransmits), std::to_string(st.last.bubbles)});
+    std::vector<std::string> row{sc.name + (st.ok ? "" : " (DID NOT FINISH)"), bench::fmt(stack, "%.3f")};
     r.fig["testbed_sim_stormgate_s_" + sc.name] = stack;
-    r.fig["testbed_sim_ring_s_" + sc.name] = ring.seconds;
-    r.fig["testbed_sim_ring_newreno_s_" + sc.name] = reno.seconds;
+    for (auto [cc, key] : {std::pair{sim::TcpCc::kNewReno, "newreno"}, std::pair{sim::TcpCc::kCubic, "cubic"},
+                           std::pair{sim::TcpCc::kBbr, "bbr"}}) {
+      const ModeResult ring = run_ring(s, sc.wan, std::string("ring all-reduce (") + key + ")", cc);
+      row.push_back(bench::fmt(ring.seconds, "%.3f") + (ring.ok ? "" : " (dnf)"));
+      r.fig["testbed_sim_ring_" + std::string(key) + "_s_" + sc.name] = ring.seconds;
+    }
+    row.push_back(std::to_string(st.last.retransmits));
+    row.push_back(std::to_string(st.last.bubbles));
+    t.row(row);
   }
   t.print();
   std::printf("\n");
