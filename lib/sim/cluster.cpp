@@ -49,10 +49,10 @@ RoundResult Cluster::run_round(uint32_t round, const std::vector<std::span<const
 }
 
 std::vector<std::unique_ptr<Participant>> make_sync_sites(int n, uint32_t chunk_bytes, bool reliable, uint64_t seed,
-                                                          const SimTimeouts& t, bool wire_compression) {
+                                                          const SimTimeouts& t, bool wire_compression, TcpCc cc) {
   std::vector<std::unique_ptr<Participant>> v;
   for (int i = 0; i < n; ++i) {
-    sync::SyncConfig c = make_sync_config(n, i, chunk_bytes, reliable, seed, t);
+    sync::SyncConfig c = make_sync_config(n, i, chunk_bytes, reliable, seed, t, cc);
     c.wire_compression = wire_compression;
     v.push_back(std::make_unique<SyncParticipant>(c));
   }

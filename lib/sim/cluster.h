@@ -41,7 +41,8 @@ class Cluster {
 // n SiteSync sites (stormgate, or the reliable baselines with reliable = true).
 // wire_compression: the sites may compress links (SiteSync::set_link_codec).
 std::vector<std::unique_ptr<Participant>> make_sync_sites(int n, uint32_t chunk_bytes, bool reliable, uint64_t seed,
-                                                          const SimTimeouts& t = {}, bool wire_compression = false);
+                                                          const SimTimeouts& t = {}, bool wire_compression = false,
+                                                          TcpCc cc = TcpCc::kNewReno);
 // n ring all-reduce sites over `order`, their connections on `cc`.
 std::vector<std::unique_ptr<Participant>> make_ring_sites(const std::vector<int>& order, uint32_t chunk_bytes,
                                                           size_t floats, uint64_t seed, const SimTimeouts& t = {},

@@ -9,12 +9,13 @@
 namespace sg::sim {
 
 sync::SyncConfig make_sync_config(int n, int self, uint32_t chunk_bytes, bool reliable, uint64_t seed,
-                                  const SimTimeouts& t) {
+                                  const SimTimeouts& t, TcpCc cc) {
   sync::SyncConfig c;
   c.self_node = static_cast<uint16_t>(self + 1);
   for (int k = 0; k < n; ++k) c.site_nodes.push_back(static_cast<uint16_t>(k + 1));
   c.chunk_bytes = chunk_bytes;
   c.reliable_baseline = reliable;
+  c.reliable_cc = cc;
   c.round_timeout = t.round_timeout;
   c.sender.give_up_after = t.give_up_after;
   c.receiver.abandon_after = t.abandon_after;

@@ -15,15 +15,15 @@
 #include <vector>
 
 #include "common/rng.h"
-#include "ltp/aimd_controller.h"
-#include "ltp/cubic_controller.h"
-#include "ltp/delivery_rate_controller.h"
+#include "ltp/tcp_cc.h"
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
 #include "sim/wan.h"
 #include "sync/site_sync.h"
 
 namespace sg::sim {
+
+using TcpCc = ltp::TcpCc;  // the TCP-like baselines' congestion control
 
 struct ParticipantStats {
   uint64_t bubbles = 0;
@@ -52,7 +52,7 @@ struct SimTimeouts {
 
 // Site `self` of `n` (LTP node ids 1..n).
 sync::SyncConfig make_sync_config(int n, int self, uint32_t chunk_bytes, bool reliable, uint64_t seed,
-                                  const SimTimeouts& t = {});
+                                  const SimTimeouts& t = {}, TcpCc cc = TcpCc::kNewReno);
 
 class SyncParticipant final : public Participant, private sync::SampleSink {
  public:
@@ -80,20 +80,11 @@ class SyncParticipant final : public Participant, private sync::SampleSink {
   std::vector<Nanos> rtt_ = std::vector<Nanos>(1024, -1);
 };
 
-// The congestion control of the ring's TCP-like connections: NewReno (the other baselines'),
-// CUBIC (Linux's default) or BBR-like (lib/ltp's delivery-rate controller on reliable delivery:
-// what a kernel set to `tcp_congestion_control = bbr` runs; it does not back off on random loss).
-enum class TcpCc : uint8_t { kNewReno, kCubic, kBbr };
-
 // A TCP-like controller whose window survives Sender::start (a persistent connection): only
 // the first reset initialises it.
 class PersistentTcp final : public ltp::RateController {
  public:
-  explicit PersistentTcp(TcpCc cc) {
-    if (cc == TcpCc::kCubic) inner_ = std::make_unique<ltp::CubicController>();
-    else if (cc == TcpCc::kBbr) inner_ = std::make_unique<ltp::DeliveryRateController>();
-    else inner_ = std::make_unique<ltp::AimdController>();
-  }
+  explicit PersistentTcp(TcpCc cc) : inner_(ltp::make_tcp_controller(cc)) {}
   const char* name() const override { return inner_->name(); }
   void reset(Nanos now, uint32_t mss) override {
     if (!started_) inner_->reset(now, mss);

@@ -5,7 +5,6 @@
 
 #include "compress/accumulate.h"
 #include "compress/codec.h"
-#include "ltp/aimd_controller.h"
 #include "ltp/delivery_rate_controller.h"
 #include "sync/shard_engine.h"
 #include "wire/ltp_codec.h"
@@ -80,9 +79,9 @@ uint32_t groups(uint32_t n, uint32_t k) { return (n + k - 1) / k; }
 
 namespace {
 
-std::unique_ptr<ltp::RateController> make_controller(bool reliable, const ltp::DeliveryRateConfig& rate) {
-  if (reliable) return std::make_unique<ltp::AimdController>();
-  return std::make_unique<ltp::DeliveryRateController>(rate);
+std::unique_ptr<ltp::RateController> make_controller(const SyncConfig& c) {
+  if (c.reliable_baseline) return ltp::make_tcp_controller(c.reliable_cc);
+  return std::make_unique<ltp::DeliveryRateController>(c.rate);
 }
 
 std::span<const uint8_t> as_bytes(std::span<const float> f) {
@@ -233,7 +232,7 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
       o->rc = std::move(kept[o->peer].back());
       kept[o->peer].pop_back();
     } else {
-      o->rc = make_controller(cfg_.reliable_baseline, cfg_.rate);
+      o->rc = make_controller(cfg_);
     }
     o->sender = std::make_unique<ltp::Sender>(sc, *o->rc, rng_);
     o->sender->seed_rtt(rtt[o->peer].first, rtt[o->peer].second);
@@ -849,7 +848,7 @@ Nanos SiteSync::poll(Nanos now, ltp::PacketSink& tx) {
       sc.local_node = cfg_.self_node;
       sc.peer_node = cfg_.site_nodes[o->peer];
       sc.max_chunks = max_chunks;
-      o->rc = make_controller(cfg_.reliable_baseline, cfg_.rate);
+      o->rc = make_controller(cfg_);
       o->sender = std::make_unique<ltp::Sender>(sc, *o->rc, rng_);
       o->started = false;
     }

@@ -61,6 +61,7 @@
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
 #include "ltp/delivery_rate_controller.h"
+#include "ltp/tcp_cc.h"
 #include "topology/plan.h"
 
 namespace sg::sync {
@@ -72,7 +73,8 @@ struct SyncConfig {
   uint32_t chunk_bytes = 1400;         // multiple of 4
   ltp::ReceiverConfig receiver;        // local_node and max_chunks are set by SiteSync
   ltp::SenderConfig sender;            // paths, bursts; nodes and max_chunks set per sender
-  bool reliable_baseline = false;      // AIMD controller and no Early Close: the TCP-like baseline
+  bool reliable_baseline = false;      // TCP-like controller and no Early Close: the baseline
+  ltp::TcpCc reliable_cc = ltp::TcpCc::kNewReno;  // ... its congestion control
   ltp::DeliveryRateConfig rate;        // LTP's rate controller (every sender's)
   ltp::FillRule down_fill = ltp::FillRule::kLocal;
   Nanos round_timeout = 30 * kSecond;

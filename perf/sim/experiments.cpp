@@ -94,9 +94,9 @@ ModeResult run_rounds(const Setup& s, sim::Wan& wan, sim::Cluster& c, const std:
 }  // namespace
 
 ModeResult run_sync(const Setup& s, const sim::WanSpec& w, const topo::Plan& plan, bool reliable,
-                    const std::string& name) {
+                    const std::string& name, sim::TcpCc cc) {
   sim::Wan wan(w, max_msg(s), s.scale);
-  sim::Cluster c(wan, sim::make_sync_sites(s.n, s.chunk_real, reliable, w.seed));
+  sim::Cluster c(wan, sim::make_sync_sites(s.n, s.chunk_real, reliable, w.seed, {}, false, cc));
   if (!sim::install_plan(c, plan, 1)) return ModeResult{name};
   return run_rounds(s, wan, c, name);
 }

@@ -48,9 +48,9 @@ enum class Topo { kStar, kBlind, kFapt, kFaptMultipath };
 topo::Plan make_plan(const Setup& s, const topo::Network& net, Topo t);
 const char* topo_name(Topo t);
 
-// SiteSync on `plan` over `wan` (reliable = the TCP-like baseline transport).
+// SiteSync on `plan` over `wan` (reliable = the TCP-like baseline transport, on `cc`).
 ModeResult run_sync(const Setup& s, const sim::WanSpec& wan, const topo::Plan& plan, bool reliable,
-                    const std::string& name);
+                    const std::string& name, sim::TcpCc cc = sim::TcpCc::kNewReno);
 // Ring all-reduce, reliable (NewReno unless `cc` says otherwise), best ring order for the
 // measured network.
 ModeResult run_ring(const Setup& s, const sim::WanSpec& wan, const std::string& name,

@@ -77,6 +77,10 @@ void part_rounds(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repor
       fs.stats = st.last;
       res.push_back(fs);
       const int compressed = st.rounds.back().compressed_links;
+      // The same baselines on BBR-like connections, which do not back off on random loss (what
+      // the testbed's gloo runs: wan-suite); beside the table, so its columns stay as they are.
+      const ModeResult ps_bbr = run_sync(s, sc.wan, star, true, "PS (star, BBR)", sim::TcpCc::kBbr);
+      const ModeResult ring_bbr = run_ring(s, sc.wan, "ring all-reduce (BBR)", sim::TcpCc::kBbr);
 
       const double ps = res[0].seconds, ring = res[1].seconds, blind = res[2].seconds;
       const double f_only = res[3].seconds, f_mp = res[4].seconds, stack = res[5].seconds;
@@ -99,8 +103,11 @@ void part_rounds(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repor
                   "  compressed by NetSenseML's rule in its last round (compute %.0f ms per round), probes %.1f MB\n",
                   per_round.c_str(), st.policy_switches, compressed, sc.compute_ms, st.probe_wire_bytes / 1e6);
       std::printf("  speedup vs PS %.2fx (FAPT only %.2fx), vs ring %.2fx, vs blind %.2fx; multipath gain %.2f; "
-                  "FAPT simulated / modelled %.2f\n\n",
+                  "FAPT simulated / modelled %.2f\n",
                   ps / stack, ps / f_only, ring / stack, blind / stack, f_only / f_mp, f_only / m_fapt);
+      std::printf("  baselines on BBR-like connections: PS %.3f s%s, ring %.3f s%s: full stack %.2fx PS, %.2fx ring\n\n",
+                  ps_bbr.seconds, ps_bbr.ok ? "" : " (DID NOT FINISH)", ring_bbr.seconds, ring_bbr.ok ? "" : " (DID NOT FINISH)",
+                  ps_bbr.seconds / stack, ring_bbr.seconds / stack);
 
       r.md += "| " + sc.name + " | " + std::to_string(n) + " | " + size_name(model);
       for (const auto& m : res) r.md += " | " + bench::fmt(m.seconds, "%.2f s") + (m.ok ? "" : " (dnf)");
@@ -117,6 +124,8 @@ void part_rounds(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repor
       row.num("model: FAPT", m_fapt);
       row.num("model: FAPT+multipath", m_mp);
       row.num("compressed_links", compressed);
+      row.num(ps_bbr.mode, ps_bbr.seconds);
+      row.num(ring_bbr.mode, ring_bbr.seconds);
       rows.add(row.done());
 
       // Keys with _oracle: plans made on the links' true rates, which no gateway knows.
@@ -124,12 +133,16 @@ void part_rounds(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repor
       r.fig["speedup_vs_ps_" + key] = ps / stack;
       r.fig["speedup_vs_ps_" + key + "_fapt_oracle"] = ps / f_only;
       r.fig["speedup_vs_ring_" + key] = ring / stack;
+      r.fig["speedup_vs_ps_bbr_" + key] = ps_bbr.seconds / stack;
+      r.fig["speedup_vs_ring_bbr_" + key] = ring_bbr.seconds / stack;
       r.fig["gain_multipath_" + key + "_oracle"] = f_only / f_mp;
       r.fig["compressed_links_" + key] = compressed;
       if (n == 8) {  // the headline figures: the largest model run at 8 sites
         r.fig["speedup_vs_ps_8sites"] = ps / stack;
         r.fig["speedup_vs_ps_8sites_fapt_oracle"] = ps / f_only;
         r.fig["speedup_vs_ring_8sites"] = ring / stack;
+        r.fig["speedup_vs_ps_bbr_8sites"] = ps_bbr.seconds / stack;
+        r.fig["speedup_vs_ring_bbr_8sites"] = ring_bbr.seconds / stack;
         r.fig["speedup_vs_blind_8sites"] = blind / stack;
         r.fig["gain_multipath_oracle"] = f_only / f_mp;
         r.fig["compressed_links_8sites"] = compressed;
@@ -144,8 +157,9 @@ void part_rounds(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repor
 
 // LTP with Early Close vs the reliable transport under 1% random loss, same FAPT plan.
 void part_loss(const PartArgs& a, const std::vector<sim::Scenario>& scs, Report& r) {
-  std::printf("1%% random loss on every link: same FAPT plan, LTP (Early Close) vs reliable (AIMD)\n");
-  bench::Table lt({"scenario", "model", "reliable s", "LTP s", "gain", "LTP bubbles", "early closes", "fallbacks"});
+  std::printf("1%% random loss on every link: same FAPT plan, LTP (Early Close) vs reliable (NewReno; BBR-like)\n");
+  bench::Table lt({"scenario", "model", "reliable s", "reliable BBR s", "LTP s", "gain", "gain vs BBR", "LTP bubbles",
+                   "early closes", "fallbacks"});
   JsonList list;
   for (const auto& sc : scs) {
     if (sc.wan.n() > 16) continue;
@@ -156,18 +170,25 @@ void part_loss(const PartArgs& a, const std::vector<sim::Scenario>& scs, Report&
     const topo::Network net = sim::network_at(w, 0, s.scale, kAggBps);
     const topo::Plan plan = make_plan(s, net, Topo::kFapt);
     const ModeResult rel = run_sync(s, w, plan, true, "reliable");
+    const ModeResult bbr = run_sync(s, w, plan, true, "reliable (BBR)", sim::TcpCc::kBbr);
     const ModeResult ltp = run_sync(s, w, plan, false, "ltp");
     const double g = rel.seconds / ltp.seconds;
-    lt.row({sc.name, size_name(model), bench::fmt(rel.seconds, "%.3f"), bench::fmt(ltp.seconds, "%.3f"), bench::fmt(g, "%.2f"),
+    lt.row({sc.name, size_name(model), bench::fmt(rel.seconds, "%.3f"), bench::fmt(bbr.seconds, "%.3f"),
+            bench::fmt(ltp.seconds, "%.3f"), bench::fmt(g, "%.2f"), bench::fmt(bbr.seconds / ltp.seconds, "%.2f"),
             std::to_string(ltp.stats.bubbles), std::to_string(ltp.stats.early_closes), std::to_string(ltp.stats.fallbacks)});
     Json j;
     j.str("scenario", sc.name);
     j.num("reliable_s", rel.seconds);
+    j.num("reliable_bbr_s", bbr.seconds);
     j.num("ltp_s", ltp.seconds);
     j.num("bubbles", static_cast<double>(ltp.stats.bubbles));
     list.add(j.done());
     r.fig["gain_ltp_loss1_" + figure_key(sc.wan.n(), model)] = g;
-    if (sc.wan.n() == 8 || !r.fig.count("gain_ltp_loss1")) r.fig["gain_ltp_loss1"] = g;
+    r.fig["gain_ltp_loss1_vs_bbr_" + figure_key(sc.wan.n(), model)] = bbr.seconds / ltp.seconds;
+    if (sc.wan.n() == 8 || !r.fig.count("gain_ltp_loss1")) {
+      r.fig["gain_ltp_loss1"] = g;
+      r.fig["gain_ltp_loss1_vs_bbr"] = bbr.seconds / ltp.seconds;
+    }
   }
   r.data.raw("loss1", list.done());
   lt.print();
