@@ -60,20 +60,35 @@ int sg_worker_open(const sg_worker_options* o, sg_worker** out) {
 
 void sg_worker_close(sg_worker* w) { delete w; }
 
-int sg_worker_allreduce(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms) {
+namespace {
+int call(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms, bool streaming) {
   if (!w) return SG_ERR_INVALID_ARGUMENT;
   if (!w->w) {
     w->error = "worker not open";
     return SG_ERR_INVALID_ARGUMENT;
   }
   try {
-    auto s = w->w->allreduce(data, n, round, static_cast<sg::Nanos>(timeout_ms) * sg::kMilli);
+    const sg::Nanos t = static_cast<sg::Nanos>(timeout_ms) * sg::kMilli;
+    auto s = streaming ? w->w->allreduce_streaming(data, data, n, round, t) : w->w->allreduce(data, n, round, t);
     w->error = s.message;
     return static_cast<int>(s.code);
   } catch (const std::bad_alloc&) {
     w->error = "out of memory";
     return SG_ERR_INVALID_ARGUMENT;
   }
+}
+}  // namespace
+
+int sg_worker_allreduce(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms) {
+  return call(w, data, n, round, timeout_ms, false);
+}
+
+int sg_worker_allreduce_streaming(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms) {
+  return call(w, data, n, round, timeout_ms, true);
+}
+
+void sg_worker_make_ready(sg_worker* w, size_t floats) {
+  if (w && w->w) w->w->make_ready(floats);
 }
 
 const char* sg_worker_last_error(const sg_worker* w) { return w ? w->error.c_str() : "no worker handle"; }

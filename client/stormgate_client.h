@@ -52,6 +52,12 @@ int sg_worker_open(const sg_worker_options* o, sg_worker** out);
 void sg_worker_close(sg_worker* w);
 /* data[0..n) := mean over all workers of all sites for `round`. timeout in ms. */
 int sg_worker_allreduce(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms);
+/* Streaming (overlap the push with the computation producing it): like sg_worker_allreduce,
+ * but only data[0, ready) is pushed, where ready is what another thread last passed to
+ * sg_worker_make_ready (up to n); returns once data holds the result. Values below ready must
+ * not change any more. sg_worker_make_ready is the one call another thread may make meanwhile. */
+int sg_worker_allreduce_streaming(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms);
+void sg_worker_make_ready(sg_worker* w, size_t floats);
 const char* sg_worker_last_error(const sg_worker* w);
 const char* sg_error_name(int status);
 /* Seconds the last successful allreduce took. */

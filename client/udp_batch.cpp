@@ -193,12 +193,12 @@ int UdpBatch::receive() {
   return kept;
 }
 
-bool UdpBatch::wait_readable(Nanos deadline) {
+bool UdpBatch::wait_readable(Nanos deadline, int also_fd) {
   const Nanos wait = deadline - monotonic_now();
   if (wait <= 0) return false;
   timespec ts{static_cast<time_t>(wait / kSecond), static_cast<long>(wait % kSecond)};
-  pollfd pfd{fd_, POLLIN, 0};
-  const int r = ppoll(&pfd, 1, &ts, nullptr);
+  pollfd pfd[2] = {{fd_, POLLIN, 0}, {also_fd, POLLIN, 0}};
+  const int r = ppoll(pfd, also_fd >= 0 ? 2 : 1, &ts, nullptr);
   return r > 0;
 }
 

@@ -62,8 +62,9 @@ class UdpBatch {
   std::span<uint8_t> data(int i) { return {rx_buf_.data() + i * kMaxDatagram, rx_len_[i]}; }  // opened in place
   const sockaddr_in& from(int i) const { return rx_from_[i]; }
 
-  // Waits until readable or `deadline` (monotonic ns) passes. True if readable.
-  bool wait_readable(Nanos deadline);
+  // Waits until readable (or `also_fd`, when >= 0, is) or `deadline` (monotonic ns) passes.
+  // True if something is readable.
+  bool wait_readable(Nanos deadline, int also_fd = -1);
 
   int last_errno() const { return errno_; }
   const UdpStats& stats() const { return stats_; }

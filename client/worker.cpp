@@ -5,6 +5,9 @@
 #include <cstddef>
 #include <cstring>
 #include <ctime>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <vector>
 
 #include "common/rng.h"
@@ -161,6 +164,13 @@ struct Worker::Impl {
   uint32_t chunks = 0;
   std::vector<float> tmp;  // result buffer when allreduce works in place
   WorkerStats stats;
+  // Streaming pushes: what make_ready() allowed, and an eventfd that wakes the wait for it.
+  std::atomic<size_t> ready{0};
+  std::atomic<bool> cancelled{false};
+  int wake_fd = -1;
+  ~Impl() {
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
 };
 
 Worker::Worker(const WorkerOptions& opts) : opts_(opts), impl_(std::make_unique<Impl>()) {
@@ -218,6 +228,33 @@ Status Worker::allreduce(float* data, size_t n, uint32_t round, Nanos timeout) {
 }
 
 Status Worker::allreduce(const float* in, float* out, size_t n, uint32_t round, Nanos timeout) {
+  return run(in, out, n, round, timeout, false);
+}
+
+Status Worker::allreduce_streaming(const float* in, float* out, size_t n, uint32_t round, Nanos timeout) {
+  Status s = run(in, out, n, round, timeout, true);
+  impl_->ready.store(0, std::memory_order_relaxed);
+  impl_->cancelled.store(false, std::memory_order_relaxed);
+  return s;
+}
+
+void Worker::cancel() {
+  impl_->cancelled.store(true, std::memory_order_release);
+  make_ready(0);  // wakes the wait
+}
+
+void Worker::make_ready(size_t floats) {
+  Impl& m = *impl_;
+  size_t cur = m.ready.load(std::memory_order_relaxed);
+  while (floats > cur && !m.ready.compare_exchange_weak(cur, floats, std::memory_order_release)) {
+  }
+  if (m.wake_fd >= 0) {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t w = ::write(m.wake_fd, &one, sizeof(one));
+  }
+}
+
+Status Worker::run(const float* in, float* out, size_t n, uint32_t round, Nanos timeout, bool streaming) {
   if (!open_status_.ok()) return open_status_;
   if (!in || !out || n == 0) return {ErrorCode::kInvalidArgument, "empty gradient buffer"};
   Impl& m = *impl_;
@@ -263,7 +300,21 @@ Status Worker::allreduce(const float* in, float* out, size_t n, uint32_t round, 
   spec.codec = CodecId::kF32;
   spec.chunk_size = opts_.chunk_bytes;
   spec.data = {reinterpret_cast<const uint8_t*>(in), n * sizeof(float)};
+  spec.streaming = streaming;
   if (!m.push->start(spec, now)) return {ErrorCode::kInvalidArgument, "cannot start the push transfer"};
+  // Streaming: chunk i is released once in[] is ready through its end (the last chunk may
+  // be short).
+  const size_t chunk_floats = opts_.chunk_bytes / 4;
+  auto release_ready = [&](Nanos t) {
+    const size_t r = std::min(m.ready.load(std::memory_order_acquire), n);
+    const uint32_t upto = r == n ? chunks : static_cast<uint32_t>(r / chunk_floats);
+    for (uint32_t i = m.push->released(); i < upto; ++i) m.push->release(i, t);
+  };
+  if (streaming) {
+    if (m.wake_fd < 0) m.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (m.wake_fd < 0) return {ErrorCode::kSocket, std::string("eventfd: ") + std::strerror(errno)};
+    release_ready(now);
+  }
 
   const Nanos started = now;
   const Nanos deadline = now + timeout;
@@ -306,6 +357,16 @@ Status Worker::allreduce(const float* in, float* out, size_t n, uint32_t round, 
       if (r < static_cast<int>(kBatch)) break;
     }
     now = monotonic_now();
+    if (streaming && m.cancelled.load(std::memory_order_acquire)) {
+      m.push.reset();  // a fresh sender next time
+      return {ErrorCode::kInvalidArgument, "round " + std::to_string(round) + " cancelled by the caller"};
+    }
+    if (streaming && m.push->released() < chunks) {
+      uint64_t drained;
+      while (::read(m.wake_fd, &drained, sizeof(drained)) > 0) {
+      }
+      release_ready(now);
+    }
     Nanos next = m.recv->poll(now, m.result, *m.tx);
     if (!m.push->done()) next = std::min(next, m.push->poll(now, *m.tx));
     if (!m.sock.flush() && m.sock.last_errno() == ECONNREFUSED) refused_seen = true;
@@ -362,7 +423,8 @@ Status Worker::allreduce(const float* in, float* out, size_t n, uint32_t round, 
       m.push.reset();  // a fresh sender next time
       return {ErrorCode::kTimeout, msg};
     }
-    m.sock.wait_readable(std::min(next, deadline));
+    const bool waiting_for_data = streaming && m.push->released() < chunks;
+    m.sock.wait_readable(std::min(next, deadline), waiting_for_data ? m.wake_fd : -1);
   }
 }
 

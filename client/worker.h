@@ -13,6 +13,7 @@
 // allocated at the first allreduce of that size, then reused.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -81,6 +82,21 @@ class Worker {
   // Same, keeping `in` and writing the result to `out` (may alias `in`).
   Status allreduce(const float* in, float* out, size_t n, uint32_t round, Nanos timeout);
 
+  // Overlapping the push with the computation that produces it (a DDP hook, bucket by
+  // bucket): like allreduce, but only in[0, ready) is sent, where `ready` is what another
+  // thread last passed to make_ready(), up to n. The gateway takes a push chunk by chunk and
+  // the chunks are marked streaming (its receiver neither Early-Closes nor gives up while the
+  // rest is coming), so the WAN round begins on the first chunks while the rest is computed.
+  // Values below `ready` must not change any more; the ones above may still be written. The
+  // timeout counts from the call. `ready` starts at 0 and is 0 again when the call returns.
+  Status allreduce_streaming(const float* in, float* out, size_t n, uint32_t round, Nanos timeout);
+  // Thread-safe (the one call allowed while another thread is in allreduce_streaming): makes
+  // in[0, floats) sendable and wakes the transfer. Never lowers what was made ready.
+  void make_ready(size_t floats);
+  // Thread-safe: ends a running allreduce_streaming at once with kInvalidArgument ("cancelled")
+  // without pushing the rest; the gateway goes on without this worker's missing chunks.
+  void cancel();
+
   const WorkerStats& stats() const;
   const WorkerOptions& options() const { return opts_; }
   std::string gateway_address() const;
@@ -88,6 +104,7 @@ class Worker {
 
  private:
   struct Impl;
+  Status run(const float* in, float* out, size_t n, uint32_t round, Nanos timeout, bool streaming);
   WorkerOptions opts_;
   Status open_status_;
   std::unique_ptr<Impl> impl_;

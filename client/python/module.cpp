@@ -4,8 +4,10 @@
 // python/stormgate/ wraps this with torch helpers and the DDP communication hook.
 #include <pybind11/pybind11.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "worker.h"
 
@@ -34,6 +36,75 @@ struct Stale : Error {
   throw Error(msg);
 }
 
+// A writable, C-contiguous float32 buffer, or a clear TypeError/ValueError.
+py::buffer_info float_buffer(py::buffer& buf, const char* what) {
+  py::buffer_info info = buf.request(/*writable=*/true);
+  if (info.itemsize != 4 || info.format != py::format_descriptor<float>::format())
+    throw py::type_error(std::string(what) + " needs a float32 buffer, got format '" + info.format + "'");
+  // C-contiguous: each stride is the product of the later dimensions.
+  py::ssize_t expect = 4;
+  for (py::ssize_t d = info.ndim - 1; d >= 0; --d) {
+    if (info.shape[d] > 1 && info.strides[d] != expect) throw py::value_error(std::string(what) + " needs a contiguous buffer");
+    expect *= info.shape[d];
+  }
+  return info;
+}
+
+// One streaming round in flight: Worker::allreduce_streaming on a thread of its own, so that
+// the push and the result move while Python computes what is still to be pushed. ready()
+// hands over a prefix; wait() returns once the buffer holds the round's result.
+class PendingRound {
+ public:
+  PendingRound(py::object worker, py::buffer buf, uint32_t round, double timeout_s)
+      : worker_obj_(std::move(worker)), buf_obj_(buf) {
+    info_ = float_buffer(buf, "allreduce_start");
+    w_ = worker_obj_.cast<Worker*>();
+    n_ = static_cast<size_t>(info_.size);
+    auto* data = static_cast<float*>(info_.ptr);
+    const auto timeout = static_cast<sg::Nanos>(timeout_s * sg::kSecond);
+    thread_ = std::thread([this, data, round, timeout] { status_ = w_->allreduce_streaming(data, data, n_, round, timeout); });
+  }
+  ~PendingRound() {
+    if (thread_.joinable()) {
+      w_->make_ready(n_);  // nothing waits for the rest any more: let the call run out
+      py::gil_scoped_release nogil;
+      thread_.join();
+    }
+  }
+  PendingRound(const PendingRound&) = delete;
+  PendingRound& operator=(const PendingRound&) = delete;
+
+  void ready(size_t floats) {
+    if (floats > n_) throw py::value_error("ready(" + std::to_string(floats) + "): the buffer holds " + std::to_string(n_) + " values");
+    w_->make_ready(floats);
+  }
+  void wait() {
+    if (thread_.joinable()) {
+      w_->make_ready(n_);
+      py::gil_scoped_release nogil;
+      thread_.join();
+    }
+    if (!status_.ok()) raise(status_);
+  }
+  void cancel() {
+    if (thread_.joinable()) {
+      w_->cancel();
+      py::gil_scoped_release nogil;
+      thread_.join();
+    }
+  }
+  size_t size() const { return n_; }
+
+ private:
+  py::object worker_obj_;  // keeps the Worker and the buffer alive while the thread runs
+  py::object buf_obj_;
+  py::buffer_info info_;
+  Worker* w_ = nullptr;
+  size_t n_ = 0;
+  sg::client::Status status_;
+  std::thread thread_;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_stormgate, m) {
@@ -52,6 +123,15 @@ PYBIND11_MODULE(_stormgate, m) {
       PyErr_SetString(error.ptr(), e.what());
     }
   });
+
+  py::class_<PendingRound>(m, "PendingRound")
+      .def("ready", &PendingRound::ready, py::arg("floats"),
+           "buffer[:floats] is final: push it (never lowers what was handed over)")
+      .def("wait", &PendingRound::wait,
+           "Hand over the rest and block (GIL released) until the buffer holds the round's result")
+      .def("cancel", &PendingRound::cancel,
+           "End the round without pushing the rest (the gateway goes on without this worker's missing part)")
+      .def("__len__", &PendingRound::size);
 
   py::class_<Worker>(m, "Worker")
       .def(py::init([](const std::string& host, uint16_t port, uint32_t worker_index, uint16_t gateway_node,
@@ -77,16 +157,7 @@ PYBIND11_MODULE(_stormgate, m) {
       .def(
           "allreduce",
           [](Worker& w, py::buffer buf, uint32_t round, double timeout_s) {
-            py::buffer_info info = buf.request(/*writable=*/true);
-            if (info.itemsize != 4 || info.format != py::format_descriptor<float>::format())
-              throw py::type_error("allreduce needs a float32 buffer, got format '" + info.format + "'");
-            // C-contiguous: each stride is the product of the later dimensions.
-            py::ssize_t expect = 4;
-            for (py::ssize_t d = info.ndim - 1; d >= 0; --d) {
-              if (info.shape[d] > 1 && info.strides[d] != expect)
-                throw py::value_error("allreduce needs a contiguous buffer");
-              expect *= info.shape[d];
-            }
+            py::buffer_info info = float_buffer(buf, "allreduce");
             sg::client::Status s;
             {
               py::gil_scoped_release nogil;
@@ -98,6 +169,15 @@ PYBIND11_MODULE(_stormgate, m) {
           py::arg("buffer"), py::arg("round"), py::arg("timeout") = 30.0,
           "Synchronise `buffer` (float32, contiguous, writable) in place: it becomes the mean over all "
           "workers of all sites for `round`. Raises GatewayTimeout, StaleRound or StormgateError.")
+      .def(
+          "allreduce_start",
+          [](py::object self, py::buffer buf, uint32_t round, double timeout_s) {
+            return std::make_unique<PendingRound>(std::move(self), std::move(buf), round, timeout_s);
+          },
+          py::arg("buffer"), py::arg("round"), py::arg("timeout") = 30.0,
+          "Start a streaming round on `buffer` (float32, contiguous, writable): only what ready(k) "
+          "handed over (buffer[:k]) is pushed, as it comes; wait() returns once the buffer holds the "
+          "result. One round at a time per Worker; do not call allreduce meanwhile.")
       .def_property_readonly("gateway", &Worker::gateway_address)
       .def_property_readonly("local_port", &Worker::local_port)
       .def_property_readonly("last_round_seconds", [](const Worker& w) { return w.stats().last_round_seconds; })

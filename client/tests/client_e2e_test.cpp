@@ -82,6 +82,52 @@ TEST(Client, ThreeWorkersGetTheExactMean) {
   EXPECT_EQ(stub.gw.group().stats().push_timeouts, 0u);
 }
 
+// A push handed over in parts while the rest is still being computed (the overlapping DDP
+// hook): only what is ready goes out -- the parts not yet ready hold NaN until just before
+// they are handed over, so a chunk sent early would poison the mean -- the gateway neither
+// Early-Closes nor gives up on the quiet push, and nobody's round ends before the last part.
+TEST(Client, StreamingPushSendsOnlyWhatIsReadyAndTheRoundWaitsForTheRest) {
+  constexpr size_t kFloats = 60001;  // last chunk short
+  constexpr int kParts = 4;
+  StubOptions so;
+  so.workers = 2;
+  so.model_floats = kFloats;
+  RunningStub stub(so);
+  for (uint32_t round = 1; round <= 2; ++round) {
+    const auto g0 = gradient(0, round, kFloats), g1 = gradient(1, round, kFloats);
+    std::vector<float> buf0(kFloats, std::nanf("")), buf1 = g1;
+    Worker w0(opts_for(stub.gw.port(), 0)), w1(opts_for(stub.gw.port(), 1));
+    Status st0, st1;
+    std::atomic<Nanos> last_ready{0}, done0{0}, done1{0};
+    std::thread t0([&] {
+      st0 = w0.allreduce_streaming(buf0.data(), buf0.data(), kFloats, round, 10 * kSecond);
+      done0 = monotonic_now();
+    });
+    std::thread t1([&] {
+      st1 = w1.allreduce(buf1.data(), kFloats, round, 10 * kSecond);
+      done1 = monotonic_now();
+    });
+    for (int p = 1; p <= kParts; ++p) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(60));  // "backward" computes the next part
+      const size_t upto = kFloats * p / kParts;
+      std::copy(g0.begin() + static_cast<long>(kFloats * (p - 1) / kParts), g0.begin() + static_cast<long>(upto),
+                buf0.begin() + static_cast<long>(kFloats * (p - 1) / kParts));
+      if (p == kParts) last_ready = monotonic_now();
+      w0.make_ready(upto);
+    }
+    t0.join();
+    t1.join();
+    ASSERT_TRUE(st0.ok()) << st0.message;
+    ASSERT_TRUE(st1.ok()) << st1.message;
+    EXPECT_GE(done0.load(), last_ready.load());
+    EXPECT_GE(done1.load(), last_ready.load()) << "the other worker's round cannot end before the last part";
+    for (size_t k = 0; k < kFloats; ++k) ASSERT_NEAR(buf0[k], (g0[k] + g1[k]) / 2, 4e-7f * (1 + std::abs(g0[k]))) << k;
+    EXPECT_EQ(0, std::memcmp(buf0.data(), buf1.data(), kFloats * 4));
+    EXPECT_EQ(w0.stats().result_bubbles, 0u);
+  }
+  EXPECT_EQ(stub.gw.group().stats().push_timeouts, 0u);
+}
+
 TEST(Client, UnreachableGatewayTimesOutNamingTheAddress) {
   // A port nobody listens on: ICMP port unreachable, retried until the deadline.
   int s = socket(AF_INET, SOCK_DGRAM, 0);
@@ -178,6 +224,14 @@ TEST(Client, CAbiRoundTripAndErrors) {
   EXPECT_NE(std::string(sg_worker_last_error(w)).find("chunk_bytes"), std::string::npos);
   sg_worker_close(w);
   EXPECT_STREQ(sg_error_name(SG_ERR_TIMEOUT), "timeout");
+  // The streaming call through the C ABI: everything handed over before it starts.
+  o.chunk_bytes = 1344;
+  ASSERT_EQ(sg_worker_open(&o, &w), SG_OK) << sg_worker_last_error(w);
+  std::vector<float> h(1000, 0.5f);
+  sg_worker_make_ready(w, h.size());
+  EXPECT_EQ(sg_worker_allreduce_streaming(w, h.data(), h.size(), 3, 5000), SG_OK) << sg_worker_last_error(w);
+  EXPECT_EQ(h[999], 0.5f);
+  sg_worker_close(w);
 }
 
 }  // namespace

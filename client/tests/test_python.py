@@ -109,7 +109,7 @@ class TorchTest(unittest.TestCase):
         try:
             ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.001)
             client = stormgate.Client(port=stub.port, worker_index=0)
-            state = stormgate.ddp.register(ddp, client)
+            state = stormgate.ddp.register(ddp, client, overlap=False)  # gather, then one round
             x = torch.randn(4, 8)
             for _ in range(3):
                 ddp.zero_grad()
@@ -122,6 +122,67 @@ class TorchTest(unittest.TestCase):
             ref(x).sum().backward()
             for p, q in zip(model.parameters(), ref.parameters()):
                 self.assertTrue(torch.allclose(p.grad, q.grad, atol=1e-6))
+        finally:
+            dist.destroy_process_group()
+            stub.close()
+
+    def test_pending_round_pushes_only_what_is_ready(self):
+        import stormgate
+        n = 50001
+        stub = Stub(2, 4 * n)
+        try:
+            a = np.full(n, np.nan, dtype=np.float32)  # NaN until handed over: an early send would show
+            b = np.full(n, 3.0, dtype=np.float32)
+            ca, cb = stormgate.Client(port=stub.port, worker_index=0), stormgate.Client(port=stub.port, worker_index=1)
+            other = threading.Thread(target=lambda: cb.allreduce(b))
+            other.start()
+            p = ca.allreduce_start(a)
+            self.assertIsInstance(p, stormgate.PendingRound)
+            for k in (n // 3, 2 * n // 3, n):
+                a[:k] = 1.0
+                p.ready(k)
+            with self.assertRaises(ValueError):
+                p.ready(n + 1)
+            p.wait()
+            other.join()
+            self.assertTrue(np.all(a == 2.0) and np.all(b == 2.0), (a[:3], b[:3]))
+            self.assertEqual(ca.round, 1)
+        finally:
+            stub.close()
+
+    def test_ddp_overlapping_hook_streams_each_bucket_into_the_round(self):
+        import torch
+        import stormgate.ddp
+        def make():
+            return torch.nn.Sequential(torch.nn.Linear(8, 600), torch.nn.ReLU(), torch.nn.Linear(600, 600))
+        torch.manual_seed(0)
+        model = make()
+        nparams = sum(p.numel() for p in model.parameters())
+        stub = Stub(2, 4 * nparams)  # a second worker pushes ones: every gradient becomes (g + 1) / 2
+        stormgate.ddp.make_local_group()  # no process group beyond this worker
+        import torch.distributed as dist
+        try:
+            ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.5)
+            client = stormgate.Client(port=stub.port, worker_index=0)
+            state = stormgate.ddp.register(ddp, client)
+            self.assertTrue(state.overlap)
+            peer = stormgate.Client(port=stub.port, worker_index=1)
+            ones = np.ones(nparams, dtype=np.float32)
+            x = torch.randn(4, 8)
+            ref = make()
+            for step in range(3):
+                t = threading.Thread(target=lambda: peer.allreduce(ones.copy()))
+                t.start()
+                ddp.zero_grad()
+                ddp(x).sum().backward()
+                t.join()
+                ref.load_state_dict(model.state_dict())
+                ref.zero_grad()
+                ref(x).sum().backward()
+                for p, q in zip(model.parameters(), ref.parameters()):
+                    self.assertTrue(torch.allclose(p.grad, (q.grad + 1) / 2, atol=1e-6), "step %d" % step)
+            self.assertEqual(state.rounds_overlapped, 3)
+            self.assertGreater(state.buckets_seen, 3, "several buckets per pass, each streamed into the round")
         finally:
             dist.destroy_process_group()
             stub.close()

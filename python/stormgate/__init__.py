@@ -6,8 +6,9 @@
 
 Each call is one round; rounds count up from 1 per Client. torch CPU tensors and numpy
 arrays are synchronised in place without a copy when they are float32 and contiguous
-(anything else goes through one staging buffer). For DistributedDataParallel see
-stormgate.ddp.register.
+(anything else goes through one staging buffer). Client.allreduce_start streams a buffer
+that is still being filled (the push of its first part overlaps the computation of the
+rest). For DistributedDataParallel see stormgate.ddp.register.
 
 Environment (defaults): STORMGATE_GATEWAY=127.0.0.1:7400, STORMGATE_WORKER_INDEX=0,
 STORMGATE_SITE_ID=1 (the gateway's site.id), STORMGATE_JOB=1, STORMGATE_CHUNK_BYTES=1344,
@@ -18,7 +19,8 @@ import importlib
 import os
 import sys
 
-__all__ = ["Client", "init", "allreduce", "default_client", "StormgateError", "GatewayTimeout", "StaleRound"]
+__all__ = ["Client", "init", "allreduce", "default_client", "StormgateError", "GatewayTimeout", "StaleRound",
+           "PendingRound"]
 
 
 def _load_native():
@@ -46,6 +48,7 @@ _native = _load_native()
 StormgateError = _native.StormgateError
 GatewayTimeout = _native.GatewayTimeout
 StaleRound = _native.StaleRound
+PendingRound = _native.PendingRound
 
 
 class Client:
@@ -83,6 +86,20 @@ class Client:
         else:
             self.worker.allreduce(tensor, self.round, t)
         return tensor
+
+    def allreduce_start(self, buffer, round=None, timeout=None):
+        """Starts a streaming round on `buffer` (float32, contiguous, CPU: a numpy array or a
+        torch tensor) and returns its PendingRound: ready(k) hands buffer[:k] over (pushed at
+        once, while the caller computes the rest), wait() blocks until buffer holds the result,
+        cancel() gives the round up. One round at a time per Client."""
+        self.round = self.round + 1 if round is None else round
+        t = self.timeout if timeout is None else timeout
+        if _is_torch(buffer):
+            import torch
+            if buffer.device.type != "cpu" or buffer.dtype != torch.float32 or not buffer.is_contiguous():
+                raise ValueError("stormgate: allreduce_start needs a contiguous float32 CPU tensor")
+            buffer = buffer.detach().numpy()  # shares memory
+        return self.worker.allreduce_start(buffer, self.round, t)
 
     @property
     def last_round_seconds(self):

@@ -4,59 +4,134 @@ stormgate gateway instead of the process group.
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     stormgate.ddp.register(ddp)             # or register(ddp, stormgate.Client(...))
 
-The gateway reduces one fixed-size gradient per round (its job.model_bytes =
-4 * number of trainable parameters), while DDP hands its hook one bucket at a time. So the
-hook gathers the buckets of a backward pass and, at the last one, synchronises them all as
-one round; the futures of the earlier buckets complete then. DDP waits for every bucket's
-future only at the end of backward, so nothing blocks early. The process group is still used
-by DDP itself (parameter broadcast at construction), never for gradients.
+The gateway reduces one fixed-size gradient per round (its job.model_bytes = 4 x the number
+of trainable parameters), while DDP hands its hook one bucket at a time, in bucket order,
+while backward is still computing the later ones. With `overlap=True` (the default) each
+bucket is copied into the round's buffer at its place and handed to the gateway at once
+(Client.allreduce_start / PendingRound.ready): the gateway takes a push chunk by chunk and
+streams it into the WAN round, so the transfer runs during the rest of backward. At the last
+bucket the hook waits for the result and completes every bucket's future. `overlap=False`
+gathers all buckets first and synchronises them as one round after backward (compute, then
+communication). DDP waits for the futures only at the end of backward, so neither blocks
+early. Every worker lays the buffer out in DDP's bucket order, which DDP keeps identical on
+every rank, so the same value sits at the same place everywhere.
+
+The process group is used by DDP itself (parameter broadcast at construction), never for
+gradients. With make_local_group() each worker can be a process group of its own (world
+size 1): then no process group spans the sites, and the workers start from the same seed.
 """
 import torch
 
 from . import default_client
 
-__all__ = ["HookState", "stormgate_hook", "register"]
+__all__ = ["HookState", "stormgate_hook", "register", "make_local_group"]
 
 
 class HookState:
-    def __init__(self, client):
+    def __init__(self, client, floats=None, overlap=True):
         self.client = client
-        self.pending = []  # (buffer, future) of this backward pass
-        self.flat = None
+        self.overlap = overlap
+        self.floats = floats     # gradient values per round (trainable parameters); None: learnt
+        self.pending = []        # (bucket buffer, future, offset) of this backward pass
+        self.flat = None         # float32 round buffer (pinned when the gradients live on a GPU)
+        self.round = None        # the PendingRound in flight (overlap)
+        self.filled = 0          # values of this pass handed over so far
         self.buckets_seen = 0
+        self.rounds_overlapped = 0
+
+    def _buffer(self, n, device):
+        if self.flat is None or self.flat.numel() != n:
+            pin = device.type == "cuda"
+            self.flat = torch.empty(n, dtype=torch.float32, pin_memory=pin)
+        return self.flat
+
+
+def _fail(pending, fut, err):
+    for _, f, _ in pending:
+        f.set_exception(err)
+    return fut
 
 
 def stormgate_hook(state, bucket):
     buf = bucket.buffer()
     fut = torch.futures.Future()
-    state.pending.append((buf, fut))
     state.buckets_seen += 1
-    if not bucket.is_last():
-        return fut
-    pending, state.pending = state.pending, []
-    n = sum(b.numel() for b, _ in pending)
-    if state.flat is None or state.flat.numel() != n:
-        state.flat = torch.empty(n, dtype=torch.float32)
-    off = 0
-    for b, _ in pending:
-        state.flat[off:off + b.numel()].copy_(b.reshape(-1))
-        off += b.numel()
-    try:
-        state.client.allreduce(state.flat)  # the mean over all workers of all sites
-    except Exception as e:  # the error reaches backward() through every future
-        for _, f in pending:
-            f.set_exception(e)
-        return fut
-    off = 0
-    for b, f in pending:
-        b.copy_(state.flat[off:off + b.numel()].view_as(b))
-        off += b.numel()
+    if state.overlap and state.floats is not None:
+        if not state.pending:  # the pass's first bucket: the round starts now
+            flat = state._buffer(state.floats, buf.device)
+            state.round = state.client.allreduce_start(flat)  # the client's next round
+            state.filled = 0
+        off, k = state.filled, buf.numel()
+        state.pending.append((buf, fut, off))
+        if off + k > state.floats:
+            pending, rnd = state.pending, state.round
+            state.pending, state.round = [], None
+            rnd.cancel()
+            return _fail(pending, fut, RuntimeError(
+                "stormgate.ddp: DDP's buckets hold more than the %d trainable parameters of the model" % state.floats))
+        state.flat[off:off + k].copy_(buf.reshape(-1), non_blocking=buf.is_cuda)
+        if buf.is_cuda:
+            torch.cuda.current_stream(buf.device).synchronize()  # the bytes must be final before ready()
+        state.filled = off + k
+        state.round.ready(state.filled)
+        if not bucket.is_last():
+            return fut
+        pending, rnd = state.pending, state.round
+        state.pending, state.round = [], None
+        if state.filled != state.floats:
+            rnd.cancel()
+            return _fail(pending, fut, RuntimeError(
+                "stormgate.ddp: DDP's buckets hold %d values, the model %d trainable parameters"
+                % (state.filled, state.floats)))
+        try:
+            rnd.wait()  # GIL released: the rest of the round
+        except Exception as e:  # the error reaches backward() through every future
+            return _fail(pending, fut, e)
+        state.rounds_overlapped += 1
+    else:
+        state.pending.append((buf, fut, 0))
+        if not bucket.is_last():
+            return fut
+        pending, state.pending = state.pending, []
+        n = sum(b.numel() for b, _, _ in pending)
+        flat = state._buffer(n, buf.device)
+        off = 0
+        for b, _, _ in pending:
+            flat[off:off + b.numel()].copy_(b.reshape(-1))
+            off += b.numel()
+        try:
+            state.client.allreduce(flat)  # the mean over all workers of all sites
+        except Exception as e:
+            return _fail(pending, fut, e)
+        pending = [(b, f, o) for (b, f, _), o in zip(pending, _offsets(pending))]
+    for b, f, off in pending:
+        b.copy_(state.flat[off:off + b.numel()].view_as(b), non_blocking=b.is_cuda)
         f.set_result(b)
     return fut
 
 
-def register(ddp_model, client=None):
-    """Installs the hook on a DistributedDataParallel model; returns its state."""
-    state = HookState(client if client is not None else default_client())
+def _offsets(pending):
+    off = 0
+    for b, _, _ in pending:
+        yield off
+        off += b.numel()
+
+
+def register(ddp_model, client=None, overlap=True):
+    """Installs the hook on a DistributedDataParallel model; returns its state. overlap:
+    stream each bucket into the round as backward produces it (default), or synchronise
+    after backward."""
+    floats = sum(p.numel() for p in ddp_model.module.parameters() if p.requires_grad)
+    state = HookState(client if client is not None else default_client(), floats=floats, overlap=overlap)
     ddp_model.register_comm_hook(state, stormgate_hook)
     return state
+
+
+def make_local_group():
+    """A process group of this worker alone (gloo, world size 1, in-process store), for DDP
+    when the gateways carry every gradient: nothing spans the sites. Seed the model
+    identically on every worker (torch.manual_seed) so that all start from the same values."""
+    import torch.distributed as dist
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    return dist.group.WORLD
