@@ -20,6 +20,8 @@ The process group is used by DDP itself (parameter broadcast at construction), n
 gradients. With make_local_group() each worker can be a process group of its own (world
 size 1): then no process group spans the sites, and the workers start from the same seed.
 """
+import time
+
 import torch
 
 from . import default_client
@@ -38,6 +40,8 @@ class HookState:
         self.filled = 0          # values of this pass handed over so far
         self.buckets_seen = 0
         self.rounds_overlapped = 0
+        self.last_wait_seconds = 0.0  # how long the last pass waited for the round after its last bucket
+        self.last_bucket_at = 0.0     # time.perf_counter() when DDP handed over the last bucket
 
     def _buffer(self, n, device):
         if self.flat is None or self.flat.numel() != n:
@@ -83,10 +87,12 @@ def stormgate_hook(state, bucket):
             return _fail(pending, fut, RuntimeError(
                 "stormgate.ddp: DDP's buckets hold %d values, the model %d trainable parameters"
                 % (state.filled, state.floats)))
+        t0 = state.last_bucket_at = time.perf_counter()
         try:
             rnd.wait()  # GIL released: the rest of the round
         except Exception as e:  # the error reaches backward() through every future
             return _fail(pending, fut, e)
+        state.last_wait_seconds = time.perf_counter() - t0
         state.rounds_overlapped += 1
     else:
         state.pending.append((buf, fut, 0))
@@ -99,10 +105,12 @@ def stormgate_hook(state, bucket):
         for b, _, _ in pending:
             flat[off:off + b.numel()].copy_(b.reshape(-1))
             off += b.numel()
+        t0 = state.last_bucket_at = time.perf_counter()
         try:
             state.client.allreduce(flat)  # the mean over all workers of all sites
         except Exception as e:
             return _fail(pending, fut, e)
+        state.last_wait_seconds = time.perf_counter() - t0
         pending = [(b, f, o) for (b, f, _), o in zip(pending, _offsets(pending))]
     for b, f, off in pending:
         b.copy_(state.flat[off:off + b.numel()].view_as(b), non_blocking=b.is_cuda)
