@@ -31,15 +31,7 @@ bool StubGateway::open(std::string& err) {
     err = "bad stub options (workers, chunk_bytes or model size)";
     return false;
   }
-  topo::Plan plan;
-  plan.num_sites = 1;
-  plan.model_bytes = o_.model_floats * 4;
-  topo::ShardTree t;
-  t.root = 0;
-  t.byte_begin = 0;
-  t.byte_end = plan.model_bytes;
-  t.parent = {topo::kNoSite};
-  plan.shards.push_back(t);
+  const topo::Plan plan = topo::single_site_plan(o_.model_floats * 4);
   if (!site_->set_plan(plan, 1)) {
     err = "SiteSync refused the one-site plan";
     return false;

@@ -63,6 +63,8 @@ topo::Plan build_plan(const topo::Network& net, const PlanSettings& s, std::stri
       plan = topo::netstorm_rule_best(net, s.model_bytes, opt.max_shards, s.chunk_bytes);
       break;
   }
+  // One site: nothing to plan (the planners want a network of at least two).
+  if (net.n == 1) plan = topo::single_site_plan(s.model_bytes);
   if (!s.multipath) plan.splits.clear();
   plan.codecs.clear();
   spread_shards(plan, s.spread_to, s.chunk_bytes);

@@ -56,6 +56,19 @@ bool has_duplicate_link(const std::vector<T>& items) {
 
 }  // namespace
 
+Plan single_site_plan(uint64_t model_bytes) {
+  Plan plan;
+  plan.num_sites = 1;
+  plan.model_bytes = model_bytes;
+  ShardTree t;
+  t.root = 0;
+  t.byte_begin = 0;
+  t.byte_end = model_bytes;
+  t.parent = {kNoSite};
+  plan.shards.push_back(std::move(t));
+  return plan;
+}
+
 PlanError validate(const Plan& plan) {
   const int n = plan.num_sites;
   if (n == 0 || n > kMaxSites) return PlanError::kBadSiteCount;

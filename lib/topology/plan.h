@@ -92,6 +92,10 @@ std::string_view plan_error_name(PlanError e);
 // Checks every invariant listed above; decode() applies it to untrusted bytes.
 PlanError validate(const Plan& plan);
 
+// A deployment of one site: one shard, the whole model, rooted at the site (its workers'
+// mean is the result). No planner has anything to choose there.
+Plan single_site_plan(uint64_t model_bytes);
+
 // The directed links the plan's trees use (child -> parent and parent -> child), each once.
 std::vector<std::pair<int, int>> tree_links(const Plan& plan);
 // Sets `codec` on every tree link (kF32 clears the list): compression.mode "always".

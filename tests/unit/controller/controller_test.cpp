@@ -100,6 +100,26 @@ TEST(Controller, MinIntervalAndFreshRowsGateDecisions) {
   EXPECT_TRUE(c.decide(first, 11 * kSecond + 1));
 }
 
+// A gateway alone (its workers, no peers) still runs its job: the one-site plan, spread over
+// the configured shards so several engines can share it, whatever the planner.
+TEST(Controller, OneSiteDeploymentGetsTheOneSitePlan) {
+  for (config::Planner p : {config::Planner::kFapt, config::Planner::kStar, config::Planner::kBlindTree,
+                            config::Planner::kNetStormRule}) {
+    ControllerConfig cfg = config(p);
+    cfg.sites = 1;
+    std::string err;
+    const topo::Plan plan = Controller(cfg).initial_plan(&err);
+    ASSERT_EQ(plan.shards.size(), 4u) << planner_name(p) << ": " << err;
+    EXPECT_EQ(topo::validate(plan), topo::PlanError::kOk);
+    EXPECT_EQ(plan.num_sites, 1);
+    EXPECT_EQ(plan.shards.front().byte_begin, 0u);
+    EXPECT_EQ(plan.shards.back().byte_end, cfg.plan.model_bytes);
+    for (const auto& t : plan.shards) {
+      EXPECT_EQ(t.root, 0);
+    }
+  }
+}
+
 TEST(Controller, ConfiguredPlannerHoldsOnEveryReplan) {
   for (config::Planner p : {config::Planner::kStar, config::Planner::kBlindTree, config::Planner::kNetStormRule}) {
     ControllerConfig cfg = config(p);
@@ -119,7 +139,9 @@ TEST(Controller, ConfiguredPlannerHoldsOnEveryReplan) {
     if (p == config::Planner::kStar) {
       for (const auto& t : next->shards)
         for (int v = 0; v < kSites; ++v)
-          if (v != t.root) EXPECT_EQ(t.parent[v], t.root) << "a star has every site under the root";
+          if (v != t.root) {
+            EXPECT_EQ(t.parent[v], t.root) << "a star has every site under the root";
+          }
     }
   }
 }
