@@ -176,13 +176,14 @@ void DeliveryRateController::on_loss(const LossEvent& ev) {
 
 uint64_t DeliveryRateController::cwnd_bytes() const {
   const uint64_t floor = 4ull * mss_;
+  const double rtt = static_cast<double>(std::max(min_rtt_, cfg_.cwnd_rtt_floor)) / 1e9;
   if (mode_ == Mode::kResume) {
-    const double bdp = resume_bw_ * static_cast<double>(min_rtt_) / 1e9;
+    const double bdp = resume_bw_ * rtt;
     return std::max<uint64_t>(static_cast<uint64_t>(std::max(gain(), cfg_.cwnd_gain) * bdp), floor);
   }
   if (btlbw_ <= 0 || min_rtt_ <= 0) return std::max<uint64_t>(10ull * mss_, floor);
   const double g = mode_ == Mode::kStartup ? cfg_.startup_gain : cfg_.cwnd_gain;
-  return std::max<uint64_t>(static_cast<uint64_t>(g * static_cast<double>(bdp())), floor);
+  return std::max<uint64_t>(static_cast<uint64_t>(g * btlbw_ * rtt), floor);
 }
 
 double DeliveryRateController::pacing_rate() const {

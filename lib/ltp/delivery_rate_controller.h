@@ -54,6 +54,12 @@ struct DeliveryRateConfig {
   uint32_t congestion_min_packets = 20;  // ... once a round has at least this many packets
   Nanos keep_path_for = 10 * kSecond;   // path model kept over idle gaps this long; 0 = never
   double resume_confirm = 0.85;         // ACK rate / kept rate that confirms the kept model
+  // The window covers at least this much time at the bottleneck rate. On a LAN the round
+  // trip is tens of microseconds, but a receiver (or this sender's engine) that sleeps when
+  // idle answers ~55 us later (Linux timer slack): a window of 2 x rate x min_rtt then stalls
+  // every few packets and the delivery rate learnt is the stalled one. No effect on paths
+  // whose round trip is longer.
+  Nanos cwnd_rtt_floor = 200 * kMicro;
 };
 
 class DeliveryRateController final : public RateController {

@@ -79,6 +79,37 @@ TEST(DeliveryRate, IgnoresRandomLossAndFollowsDeliveryRate) {
   EXPECT_DOUBLE_EQ(c.btlbw(), 5e6) << "a timeout halves the estimate";
 }
 
+// A LAN path of 20 us: the window still covers cwnd_rtt_floor (200 us) at the measured rate,
+// so a receiver or engine that answers ~55 us late (timer slack) does not stall the sender;
+// a path whose round trip is longer is unaffected.
+TEST(DeliveryRate, WindowCoversTheRttFloorOnAShortPath) {
+  auto window_after = [](Nanos rtt) {
+    DeliveryRateController c;
+    c.reset(0, kMss);
+    uint64_t delivered = 0;
+    for (int i = 1; i <= 40; ++i) {
+      AckEvent a;
+      a.now = i * kMilli;
+      a.acked_bytes = 10 * kMss;
+      a.prior_delivered = delivered;
+      delivered += a.acked_bytes;
+      a.delivered = delivered;
+      a.delivery_rate = 1e9;  // 8 Gbit/s
+      a.rtt = rtt;
+      a.inflight_bytes = 5 * kMss;
+      c.on_ack(a);
+    }
+    EXPECT_EQ(c.min_rtt(), rtt);
+    return c.cwnd_bytes();
+  };
+  const DeliveryRateConfig d;
+  EXPECT_GE(window_after(20 * kMicro), static_cast<uint64_t>(d.cwnd_gain * 1e9 * 200e-6 * 0.99))
+      << "2 x rate x 200 us, not 2 x rate x 20 us";
+  const uint64_t wan = window_after(2 * kMilli);
+  EXPECT_GE(wan, static_cast<uint64_t>(d.cwnd_gain * 1e9 * 2e-3 * 0.99));
+  EXPECT_LE(wan, static_cast<uint64_t>(d.cwnd_gain * 1e9 * 2e-3 * 1.01)) << "a longer path keeps 2 x its BDP";
+}
+
 TEST(DeliveryRate, PacesAtTheInitialRateUntilItMeasured) {
   // transport.initial_rate_mbit: the pace of a path nothing was measured on yet.
   DeliveryRateConfig cfg;
