@@ -164,10 +164,11 @@ struct Worker::Impl {
   uint32_t chunks = 0;
   std::vector<float> tmp;  // result buffer when allreduce works in place
   WorkerStats stats;
-  // Streaming pushes: what make_ready() allowed, and an eventfd that wakes the wait for it.
+  // Streaming pushes: what make_ready() allowed, and an eventfd that wakes the wait for it
+  // (made with the Worker and never changed, so make_ready may use it from any thread).
   std::atomic<size_t> ready{0};
   std::atomic<bool> cancelled{false};
-  int wake_fd = -1;
+  int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   ~Impl() {
     if (wake_fd >= 0) ::close(wake_fd);
   }
@@ -311,8 +312,7 @@ Status Worker::run(const float* in, float* out, size_t n, uint32_t round, Nanos 
     for (uint32_t i = m.push->released(); i < upto; ++i) m.push->release(i, t);
   };
   if (streaming) {
-    if (m.wake_fd < 0) m.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (m.wake_fd < 0) return {ErrorCode::kSocket, std::string("eventfd: ") + std::strerror(errno)};
+    if (m.wake_fd < 0) return {ErrorCode::kSocket, "eventfd: the streaming push has nothing to wake it"};
     release_ready(now);
   }
 
