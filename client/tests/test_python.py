@@ -183,6 +183,11 @@ class TorchTest(unittest.TestCase):
                     self.assertTrue(torch.allclose(p.grad, (q.grad + 1) / 2, atol=1e-6), "step %d" % step)
             self.assertEqual(state.rounds_overlapped, 3)
             self.assertGreater(state.buckets_seen, 3, "several buckets per pass, each streamed into the round")
+            # Buckets that do not add up to the model: the round is given up, backward fails.
+            state.floats = nparams - 1
+            ddp.zero_grad()
+            with self.assertRaisesRegex(RuntimeError, "trainable parameters"):
+                ddp(x).sum().backward()
         finally:
             dist.destroy_process_group()
             stub.close()

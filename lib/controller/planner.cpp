@@ -55,16 +55,18 @@ topo::Plan build_plan(const topo::Network& net, const PlanSettings& s, std::stri
   opt.max_shards = std::max<int>(1, s.shards);
   opt.chunk_bytes = s.chunk_bytes;
   opt.multipath = s.multipath;
-  switch (s.planner) {
-    case config::Planner::kFapt: plan = topo::plan_fapt(net, s.model_bytes, opt); break;
-    case config::Planner::kStar: plan = topo::star_plan(net, s.model_bytes, s.chunk_bytes); break;
-    case config::Planner::kBlindTree: plan = topo::blind_tree_plan(net, s.model_bytes, opt.max_shards); break;
-    case config::Planner::kNetStormRule:
-      plan = topo::netstorm_rule_best(net, s.model_bytes, opt.max_shards, s.chunk_bytes);
-      break;
+  if (net.n == 1) {
+    plan = topo::single_site_plan(s.model_bytes);  // nothing to plan: the planners want two sites
+  } else {
+    switch (s.planner) {
+      case config::Planner::kFapt: plan = topo::plan_fapt(net, s.model_bytes, opt); break;
+      case config::Planner::kStar: plan = topo::star_plan(net, s.model_bytes, s.chunk_bytes); break;
+      case config::Planner::kBlindTree: plan = topo::blind_tree_plan(net, s.model_bytes, opt.max_shards); break;
+      case config::Planner::kNetStormRule:
+        plan = topo::netstorm_rule_best(net, s.model_bytes, opt.max_shards, s.chunk_bytes);
+        break;
+    }
   }
-  // One site: nothing to plan (the planners want a network of at least two).
-  if (net.n == 1) plan = topo::single_site_plan(s.model_bytes);
   if (!s.multipath) plan.splits.clear();
   plan.codecs.clear();
   spread_shards(plan, s.spread_to, s.chunk_bytes);

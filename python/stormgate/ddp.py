@@ -38,6 +38,7 @@ class HookState:
         self.flat = None         # float32 round buffer (pinned when the gradients live on a GPU)
         self.round = None        # the PendingRound in flight (overlap)
         self.filled = 0          # values of this pass handed over so far
+        self.streaming = False   # this pass streams into the round (overlap, decided at its first bucket)
         self.buckets_seen = 0
         self.rounds_overlapped = 0
         self.last_wait_seconds = 0.0  # how long the last pass waited for the round after its last bucket
@@ -60,69 +61,57 @@ def stormgate_hook(state, bucket):
     buf = bucket.buffer()
     fut = torch.futures.Future()
     state.buckets_seen += 1
-    if state.overlap and state.floats is not None:
-        if not state.pending:  # the pass's first bucket: the round starts now
-            flat = state._buffer(state.floats, buf.device)
-            state.round = state.client.allreduce_start(flat)  # the client's next round
-            state.filled = 0
-        off, k = state.filled, buf.numel()
-        state.pending.append((buf, fut, off))
-        if off + k > state.floats:
-            pending, rnd = state.pending, state.round
-            state.pending, state.round = [], None
-            rnd.cancel()
-            return _fail(pending, fut, RuntimeError(
+    if not state.pending:  # the pass's first bucket
+        state.filled = 0
+        state.streaming = state.overlap and state.floats is not None
+        if state.streaming:  # the round starts now
+            state.round = state.client.allreduce_start(state._buffer(state.floats, buf.device))
+    off, k = state.filled, buf.numel()
+    state.pending.append((buf, fut, off))  # each bucket's place in the round's buffer
+    state.filled = off + k
+    if state.streaming:
+        if state.filled > state.floats:
+            return _end_failed(state, fut, RuntimeError(
                 "stormgate.ddp: DDP's buckets hold more than the %d trainable parameters of the model" % state.floats))
         state.flat[off:off + k].copy_(buf.reshape(-1), non_blocking=buf.is_cuda)
         if buf.is_cuda:
             torch.cuda.current_stream(buf.device).synchronize()  # the bytes must be final before ready()
-        state.filled = off + k
         state.round.ready(state.filled)
-        if not bucket.is_last():
-            return fut
-        pending, rnd = state.pending, state.round
-        state.pending, state.round = [], None
-        if state.filled != state.floats:
-            rnd.cancel()
-            return _fail(pending, fut, RuntimeError(
-                "stormgate.ddp: DDP's buckets hold %d values, the model %d trainable parameters"
-                % (state.filled, state.floats)))
-        t0 = state.last_bucket_at = time.perf_counter()
-        try:
+    if not bucket.is_last():
+        return fut
+    if state.streaming and state.filled != state.floats:
+        return _end_failed(state, fut, RuntimeError(
+            "stormgate.ddp: DDP's buckets hold %d values, the model %d trainable parameters"
+            % (state.filled, state.floats)))
+    pending, rnd = state.pending, state.round
+    state.pending, state.round = [], None
+    if not state.streaming:  # gather every bucket now, then one round
+        flat = state._buffer(state.filled, buf.device)
+        for b, _, o in pending:
+            flat[o:o + b.numel()].copy_(b.reshape(-1))
+    t0 = state.last_bucket_at = time.perf_counter()
+    try:
+        if state.streaming:
             rnd.wait()  # GIL released: the rest of the round
-        except Exception as e:  # the error reaches backward() through every future
-            return _fail(pending, fut, e)
-        state.last_wait_seconds = time.perf_counter() - t0
-        state.rounds_overlapped += 1
-    else:
-        state.pending.append((buf, fut, 0))
-        if not bucket.is_last():
-            return fut
-        pending, state.pending = state.pending, []
-        n = sum(b.numel() for b, _, _ in pending)
-        flat = state._buffer(n, buf.device)
-        off = 0
-        for b, _, _ in pending:
-            flat[off:off + b.numel()].copy_(b.reshape(-1))
-            off += b.numel()
-        t0 = state.last_bucket_at = time.perf_counter()
-        try:
-            state.client.allreduce(flat)  # the mean over all workers of all sites
-        except Exception as e:
-            return _fail(pending, fut, e)
-        state.last_wait_seconds = time.perf_counter() - t0
-        pending = [(b, f, o) for (b, f, _), o in zip(pending, _offsets(pending))]
-    for b, f, off in pending:
-        b.copy_(state.flat[off:off + b.numel()].view_as(b), non_blocking=b.is_cuda)
+        else:
+            state.client.allreduce(state.flat)  # the mean over all workers of all sites
+    except Exception as e:  # the error reaches backward() through every future
+        return _fail(pending, fut, e)
+    state.last_wait_seconds = time.perf_counter() - t0
+    state.rounds_overlapped += state.streaming
+    for b, f, o in pending:
+        b.copy_(state.flat[o:o + b.numel()].view_as(b), non_blocking=b.is_cuda)
         f.set_result(b)
     return fut
 
 
-def _offsets(pending):
-    off = 0
-    for b, _, _ in pending:
-        yield off
-        off += b.numel()
+def _end_failed(state, fut, err):
+    """Gives the streaming round up (the gateway goes on without this worker's missing part)
+    and fails the pass's futures."""
+    pending, rnd = state.pending, state.round
+    state.pending, state.round = [], None
+    rnd.cancel()
+    return _fail(pending, fut, err)
 
 
 def register(ddp_model, client=None, overlap=True):

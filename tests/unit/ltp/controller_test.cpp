@@ -79,28 +79,44 @@ TEST(DeliveryRate, IgnoresRandomLossAndFollowsDeliveryRate) {
   EXPECT_DOUBLE_EQ(c.btlbw(), 5e6) << "a timeout halves the estimate";
 }
 
+// A controller fed synthetic round trips: 10 ACKs each, one round start per round trip.
+struct Feed {
+  explicit Feed(const DeliveryRateConfig& cfg = {}) : c(cfg) { c.reset(0, kMss); }
+  void rounds(int n, double rate, bool app_limited) {
+    for (int r = 0; r < n; ++r) {
+      const uint64_t round_begin = delivered;
+      for (int k = 0; k < 10; ++k) {
+        AckEvent a;
+        now += kMilli;
+        a.now = now;
+        a.acked_bytes = kMss;
+        a.prior_delivered = k == 0 ? round_begin : round_begin - 1;
+        delivered += kMss;
+        a.delivered = delivered;
+        a.delivery_rate = rate;
+        a.rtt = rtt;
+        a.inflight_bytes = 10 * kMss;
+        a.app_limited = app_limited;
+        c.on_ack(a);
+      }
+    }
+  }
+  DeliveryRateController c;
+  Nanos now = 0;
+  uint64_t delivered = 0;
+  Nanos rtt = 10 * kMilli;
+};
+
 // A LAN path of 20 us: the window still covers cwnd_rtt_floor (200 us) at the measured rate,
 // so a receiver or engine that answers ~55 us late (timer slack) does not stall the sender;
 // a path whose round trip is longer is unaffected.
 TEST(DeliveryRate, WindowCoversTheRttFloorOnAShortPath) {
   auto window_after = [](Nanos rtt) {
-    DeliveryRateController c;
-    c.reset(0, kMss);
-    uint64_t delivered = 0;
-    for (int i = 1; i <= 40; ++i) {
-      AckEvent a;
-      a.now = i * kMilli;
-      a.acked_bytes = 10 * kMss;
-      a.prior_delivered = delivered;
-      delivered += a.acked_bytes;
-      a.delivered = delivered;
-      a.delivery_rate = 1e9;  // 8 Gbit/s
-      a.rtt = rtt;
-      a.inflight_bytes = 5 * kMss;
-      c.on_ack(a);
-    }
-    EXPECT_EQ(c.min_rtt(), rtt);
-    return c.cwnd_bytes();
+    Feed f;
+    f.rtt = rtt;
+    f.rounds(4, 1e9, false);  // 8 Gbit/s
+    EXPECT_EQ(f.c.min_rtt(), rtt);
+    return f.c.cwnd_bytes();
   };
   const DeliveryRateConfig d;
   EXPECT_GE(window_after(20 * kMicro), static_cast<uint64_t>(d.cwnd_gain * 1e9 * 200e-6 * 0.99))
@@ -141,33 +157,6 @@ TEST(DeliveryRate, LeavesStartupWhenBandwidthPlateaus) {
   EXPECT_NE(c.mode(), 0) << "no longer in startup";
   EXPECT_LE(c.pacing_rate(), 1.25 * 5e6 + 1);
 }
-
-// A controller fed synthetic round trips: 10 ACKs each, one round start per round trip.
-struct Feed {
-  explicit Feed(const DeliveryRateConfig& cfg = {}) : c(cfg) { c.reset(0, kMss); }
-  void rounds(int n, double rate, bool app_limited) {
-    for (int r = 0; r < n; ++r) {
-      const uint64_t round_begin = delivered;
-      for (int k = 0; k < 10; ++k) {
-        AckEvent a;
-        now += kMilli;
-        a.now = now;
-        a.acked_bytes = kMss;
-        a.prior_delivered = k == 0 ? round_begin : round_begin - 1;
-        delivered += kMss;
-        a.delivered = delivered;
-        a.delivery_rate = rate;
-        a.rtt = 10 * kMilli;
-        a.inflight_bytes = 10 * kMss;
-        a.app_limited = app_limited;
-        c.on_ack(a);
-      }
-    }
-  }
-  DeliveryRateController c;
-  Nanos now = 0;
-  uint64_t delivered = 0;
-};
 
 TEST(DeliveryRate, AppLimitedRoundTripsDoNotAgeTheFilter) {
   Feed f;
