@@ -407,9 +407,9 @@ bool Gateway::stop() {
     if (checked)
       std::snprintf(exact, sizeof exact, ", values equal to the exact mean %.4f%%", 100.0 * rc.values_exact.get() / checked);
     else
-      std::snprintf(exact, sizeof exact, ", %llu results delivered to workers, worker waits timed out %llu, workers missing %llu",
+      std::snprintf(exact, sizeof exact, ", %llu results delivered to workers, worker waits timed out %llu, workers missing %llu, worker chunks missing %llu",
                     (unsigned long long)rc.worker_rounds.get(), (unsigned long long)rc.worker_timeouts.get(),
-                    (unsigned long long)rc.workers_missing.get());
+                    (unsigned long long)rc.workers_missing.get(), (unsigned long long)rc.worker_bubbles.get());
     std::printf("[%s] job %u: %llu rounds of %llu bytes, mean round %.1f ms, early closes %llu, bubbles up %llu down %llu, "
                 "timeouts %llu, peers moved on %llu, retransmits %llu%s\n",
                 cfg_.site.name.c_str(), cfg_.job.id, (unsigned long long)n, (unsigned long long)cfg_.job.model_bytes,

@@ -126,6 +126,9 @@ std::string metrics_text(const Gateway& gw) {
     value(o, "worker_push_timeouts_total", jl, static_cast<double>(c.worker_timeouts.get()));
     metric(o, "workers_missing_total", "counter", "Local workers absent from the site's contributions, summed over rounds.");
     value(o, "workers_missing_total", jl, static_cast<double>(c.workers_missing.get()));
+    metric(o, "worker_chunks_missing_total", "counter",
+           "Chunks of local workers' pushes that the site's mean went on without (a push cancelled or timed out).");
+    value(o, "worker_chunks_missing_total", jl, static_cast<double>(c.worker_bubbles.get()));
     metric(o, "round_timeouts_total", "counter", "Rounds completed by the round timeout.");
     value(o, "round_timeouts_total", jl, static_cast<double>(c.timeouts.get()));
     metric(o, "round_peers_moved_on_total", "counter",

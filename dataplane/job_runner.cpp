@@ -370,6 +370,8 @@ void JobRunner::count_round_st(Nanos now) {
     const auto& g = group_->stats();
     c_.worker_timeouts.add(g.push_timeouts - group_timeouts_seen_);
     c_.workers_missing.add(g.missing_workers - group_missing_seen_);
+    c_.worker_bubbles.add(g.push_bubbles - group_bubbles_seen_);
+    group_bubbles_seen_ = g.push_bubbles;
     group_timeouts_seen_ = g.push_timeouts;
     group_missing_seen_ = g.missing_workers;
     // Every result chunk went to the workers as it became final; this ends the round

@@ -41,6 +41,7 @@ struct RoundCounters {
   Counter worker_rounds;
   Counter worker_timeouts;   // rounds whose site contribution went on after job.worker_timeout_ms
   Counter workers_missing;   // workers absent from the site's contributions, summed over rounds
+  Counter worker_bubbles;    // chunks of a worker's push the site's mean went on without
   Counter gate_waits;  // passes where a round was ready but not yet approved
   Counter link_stray;  // engine messages for a round not running (engine_link.h)
   std::atomic<uint64_t> last_round{0}, last_round_ns{0}, policy_version{0}, switch_round{0};
@@ -137,7 +138,7 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   std::atomic<bool> finished_{false};
   std::atomic<uint32_t> live_rounds_{0}, live_timeout_ms_{0};
   uint32_t timeout_ms_ = 0;  // the round timeout this engine's SiteSync has
-  uint64_t group_timeouts_seen_ = 0, group_missing_seen_ = 0;  // LocalGroup stats already counted
+  uint64_t group_timeouts_seen_ = 0, group_missing_seen_ = 0, group_bubbles_seen_ = 0;  // LocalGroup stats already counted
   void take_live_st(uint32_t round);
   uint32_t rounds_limit() const { return live_rounds_.load(std::memory_order_relaxed); }
   PolicySlot* slot_ = nullptr;

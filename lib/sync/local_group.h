@@ -62,6 +62,12 @@ namespace sg::sync {
 inline constexpr uint16_t kWorkerNodeBase = 0x8000;
 inline constexpr uint32_t kMaxLocalWorkers = 4096;
 
+inline ltp::ReceiverConfig reliable_receiver() {
+  ltp::ReceiverConfig rc;
+  rc.early_close.enabled = false;
+  return rc;
+}
+
 struct LocalGroupConfig {
   uint32_t job = 1;
   uint16_t gateway_node = 1;         // this gateway's site id
@@ -71,7 +77,11 @@ struct LocalGroupConfig {
   uint32_t first_round = 1;
   Nanos push_timeout = 10 * kSecond; // after the first push of a round
   uint32_t max_round_jump = 64;      // once a round was delivered (see Rounds above)
-  ltp::ReceiverConfig receiver;      // local_node, max_chunks, rounds_ahead set by LocalGroup
+  // local_node, max_chunks, rounds_ahead set by LocalGroup. No Early Close by default: pushes
+  // cross the LAN next to the gateway, where a lost chunk comes back within microseconds, so
+  // they are delivered whole (a dead worker still costs only push_timeout); closing early
+  // there would turn an overloaded gateway's drops into silently inexact site means.
+  ltp::ReceiverConfig receiver = reliable_receiver();
   ltp::SenderConfig sender;          // nodes and max_chunks set per worker
   uint64_t seed = 1;
 };
