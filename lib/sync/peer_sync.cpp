@@ -67,13 +67,18 @@ double PeerSync::measured_rate(int peer) const {
   return outs_[peer]->rc.btlbw();
 }
 
-bool PeerSync::set_selection(const std::vector<std::vector<topo::SiteId>>& receivers) {
+Nanos PeerSync::measured_rtt(int peer) const {
+  if (peer < 0 || peer >= static_cast<int>(outs_.size()) || !outs_[peer]) return 0;
+  return outs_[peer]->sender->min_rtt();
+}
+
+bool PeerSync::set_selection(const topo::Selection& receivers) {
   const size_t n = cfg_.site_nodes.size();
   if (!ok() || running_ || receivers.size() != n) return false;
   for (size_t i = 0; i < n; ++i) {
     std::vector<uint8_t> seen(n, 0);
-    for (topo::SiteId r : receivers[i]) {
-      if (r >= n || r == i || seen[r]) return false;
+    for (int r : receivers[i]) {
+      if (r < 0 || static_cast<size_t>(r) >= n || static_cast<size_t>(r) == i || seen[r]) return false;
       seen[r] = 1;
     }
   }
@@ -81,9 +86,9 @@ bool PeerSync::set_selection(const std::vector<std::vector<topo::SiteId>>& recei
   have_sel_ = true;
   senders_.clear();
   for (size_t i = 0; i < n; ++i)
-    if (std::find(sel_[i].begin(), sel_[i].end(), static_cast<topo::SiteId>(self_)) != sel_[i].end())
+    if (std::find(sel_[i].begin(), sel_[i].end(), self_) != sel_[i].end())
       senders_.push_back(static_cast<int>(i));
-  for (topo::SiteId r : sel_[self_])
+  for (int r : sel_[self_])
     if (!outs_[r]) {
       outs_[r] = std::make_unique<Out>(cfg_.rate);
       ltp::SenderConfig sc = cfg_.sender;
@@ -128,7 +133,7 @@ bool PeerSync::begin_round(uint32_t round, std::span<const float> update, Nanos 
   raise_floor(round > cfg_.staleness ? round - cfg_.staleness : 0, now, tx);
   for (auto& o : outs_)
     if (o) o->started = false;
-  for (topo::SiteId r : sel_[self_]) {
+  for (int r : sel_[self_]) {
     Out& o = *outs_[r];
     ltp::TransferSpec spec;
     spec.job = cfg_.job;

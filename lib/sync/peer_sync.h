@@ -42,7 +42,7 @@
 #include "ltp/delivery_rate_controller.h"
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
-#include "topology/network.h"
+#include "topology/selmcast.h"
 
 namespace sg::sync {
 
@@ -97,7 +97,7 @@ class PeerSync final : private ltp::ReceiverSink {
   // receivers[i]: the site indices site i sends to (the agreed selection). Takes effect at
   // the next begin_round; false (nothing changed) while a round runs or if it is malformed
   // (wrong size, a self or out-of-range receiver, a duplicate).
-  bool set_selection(const std::vector<std::vector<topo::SiteId>>& receivers);
+  bool set_selection(const topo::Selection& receivers);
 
   // Starts `round` with this site's update (model_floats values, valid until round_done()).
   // Rounds only go up. False if a round runs, no selection, or the size is wrong.
@@ -120,6 +120,8 @@ class PeerSync final : private ltp::ReceiverSink {
   // Delivery rate the send to site `peer` measured (bytes/s; 0 before its first ACKs): what
   // this site observes of its links, for the selection.
   double measured_rate(int peer) const;
+  // Smallest RTT the send to site `peer` saw (0 before its first ACK).
+  Nanos measured_rtt(int peer) const;
 
  private:
   struct Out;
@@ -146,7 +148,7 @@ class PeerSync final : private ltp::ReceiverSink {
   PeerSyncError error_ = PeerSyncError::kOk;
   int self_ = -1;
   uint32_t chunks_ = 0;
-  std::vector<std::vector<topo::SiteId>> sel_;
+  topo::Selection sel_;
   bool have_sel_ = false;
   std::vector<int> senders_;              // sites that send here under the selection
   std::vector<std::unique_ptr<Out>> outs_;  // per site index (self unused)

@@ -40,6 +40,22 @@ class State {
     ++in_deg_[j];
   }
   bool chosen(int i, int j) const { return chosen_[idx(i, j)] != 0; }
+  // Adding i->j keeps every chosen transfer out of i and into j (and i->j) finishing by t.
+  bool keeps_within(int i, int j, double t) const {
+    if (finish(i, j, 1, 1) > t) return false;
+    for (int k = 0; k < in_.n; ++k) {
+      if (chosen(i, k) && finish(i, k, 1, 0) > t) return false;
+      if (chosen(k, j) && finish(k, j, 0, 1) > t) return false;
+    }
+    return true;
+  }
+  double round_time() const {
+    double t = 0;
+    for (int i = 0; i < in_.n; ++i)
+      for (int j = 0; j < in_.n; ++j)
+        if (chosen(i, j)) t = std::max(t, finish(i, j));
+    return t;
+  }
   int out_degree(int i) const { return out_deg_[i]; }
 
  private:
@@ -115,6 +131,29 @@ Selection select_receivers(const McastInstance& inst, const McastParams& prm) {
       st.add(i, bj);
       sel[i].push_back(bj);
     }
+  // Phase 3: extras that cost neither time nor a reached transfer, earliest finish first.
+  const int most = std::min(prm.max_receivers, n - 1);
+  if (most > p) {
+    const double t = st.round_time();
+    while (true) {
+      int pick = -1;
+      double best = kInf;
+      for (int i = 0; i < n; ++i) {
+        if (st.out_degree(i) >= most) continue;
+        for (int j = 0; j < n; ++j) {
+          if (j == i || st.chosen(i, j) || !st.reached(i, j, 1, 1)) continue;
+          const double f = st.finish(i, j, 1, 1);
+          if (f < best && st.keeps_within(i, j, t) && st.losses_if_added(i, j) == 0) {
+            best = f;
+            pick = i * n + j;
+          }
+        }
+      }
+      if (pick < 0) break;
+      st.add(pick / n, pick % n);
+      sel[pick / n].push_back(pick % n);
+    }
+  }
   return sel;
 }
 

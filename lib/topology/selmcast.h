@@ -39,6 +39,10 @@ struct McastParams {
   int p = 4;
   SyncMode mode = SyncMode::kBsp;
   int staleness = 0;  // SSP only
+  // Up to this many receivers per sender (0: exactly p): after the p, transfers are added
+  // while none of them makes the selection's predicted round time longer or a reached
+  // transfer miss ("more where bandwidth allows").
+  int max_receivers = 0;
 };
 
 // receivers[i] = the sites i sends to (exactly min(p, n-1) of them).
@@ -54,7 +58,7 @@ McastScore score_selection(const McastInstance& inst, const McastParams& prm, co
 // Greedy global selection: repeatedly adds the transfer with the earliest finish time that
 // arrives in time without making any already reached transfer miss (shares shrink as degrees
 // grow), up to p per sender; remaining slots take the receiver that loses the fewest
-// reached transfers. O(n^2 p * n p).
+// reached transfers; then extras up to max_receivers (see McastParams). O(n^2 p * n p).
 Selection select_receivers(const McastInstance& inst, const McastParams& prm);
 
 // Baseline: p distinct receivers uniformly at random per sender.

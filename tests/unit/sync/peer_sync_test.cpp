@@ -13,7 +13,7 @@ namespace sg::sync {
 namespace {
 
 using testing::Net;
-using Selection = std::vector<std::vector<topo::SiteId>>;
+using topo::Selection;
 
 constexpr uint32_t kChunk = 1024;
 
@@ -26,7 +26,7 @@ class NullPort final : public ltp::PacketSink {
 Selection ring_selection(int n, int k) {
   Selection s(n);
   for (int i = 0; i < n; ++i)
-    for (int d = 1; d <= k; ++d) s[i].push_back(static_cast<topo::SiteId>((i + d) % n));
+    for (int d = 1; d <= k; ++d) s[i].push_back((i + d) % n);
   return s;
 }
 
@@ -98,7 +98,7 @@ struct Peers {
   std::vector<int> senders_to(int i) const {
     std::vector<int> out;
     for (size_t j = 0; j < sel.size(); ++j)
-      for (topo::SiteId r : sel[j])
+      for (int r : sel[j])
         if (r == i) out.push_back(static_cast<int>(j));
     return out;
   }

@@ -73,5 +73,28 @@ TEST(SelMcast, RoundTimeIsTheLastSelectedFinish) {
   EXPECT_NEAR(score_selection(in, {1}, sel).round_time_s, 0.01 + 10e6 / 100e6, 1e-12);
 }
 
+// "More where bandwidth allows": extras beyond p only where they cost no predicted time.
+TEST(SelMcast, ExtrasGoWhereTheyCostNoRoundTime) {
+  // Sites 0-3 have fat uplinks, 4-7 thin ones: only the fat senders can afford more receivers.
+  McastInstance in = uniform_instance(8, 100e6, 1e9);
+  for (int i = 4; i < 8; ++i) in.out_cap[i] = 20e6;
+  McastParams p_only{2, SyncMode::kBsp, 0};
+  McastParams extras = p_only;
+  extras.max_receivers = 7;
+  const Selection a = select_receivers(in, p_only), b = select_receivers(in, extras);
+  const double ta = score_selection(in, p_only, a).round_time_s, tb = score_selection(in, extras, b).round_time_s;
+  EXPECT_LE(tb, ta * (1 + 1e-9)) << "extras never lengthen the predicted round";
+  size_t fat = 0, thin = 0;
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_GE(b[i].size(), 2u);
+    std::set<int> s(b[i].begin(), b[i].end());
+    EXPECT_EQ(s.size(), b[i].size());
+    EXPECT_FALSE(s.count(i));
+    (i < 4 ? fat : thin) += b[i].size();
+  }
+  EXPECT_GT(fat, 8u) << "fat senders got extras";
+  EXPECT_EQ(thin, 8u) << "thin senders keep exactly p";
+}
+
 }  // namespace
 }  // namespace sg::topo

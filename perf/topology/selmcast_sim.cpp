@@ -1,0 +1,191 @@
+#include "selmcast_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "common/rng.h"
+#include "sim/wan.h"
+#include "sync/peer_sync.h"
+#include "topology/selmcast.h"
+
+namespace sg::bench {
+namespace {
+
+constexpr uint32_t kChunk = 1024;       // real payload bytes per chunk
+constexpr uint32_t kScale = 8;          // wire bytes per real byte (lib/sim payload_scale)
+constexpr uint64_t kFloats = 256 * 1024;  // 1 MB real, 8 MB on the wire per update
+
+// A site: compute (its load) then a PeerSync round, `rounds` times.
+class PeerSite final : public sim::Endpoint {
+ public:
+  PeerSite(const sync::PeerSyncConfig& c, Nanos compute) : sync_(c), compute_(compute), update_(c.model_floats, 1.0f) {}
+  void start(int rounds, Nanos now) {
+    left_ = rounds;
+    ready_at_ = now + compute_;
+  }
+  void on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSink& tx) override {
+    sync_.on_packet(msg, now, tx);
+    after(now);
+  }
+  Nanos poll(Nanos now, ltp::PacketSink& tx) override {
+    if (!sync_.running() && left_ > 0 && now >= ready_at_) {
+      begun_at_ = now;
+      if (sync_.begin_round(sync_.round() + 1, update_, now, tx)) --left_;
+    }
+    Nanos next = sync_.poll(now, tx);
+    after(now);
+    if (!sync_.running() && left_ > 0) next = std::min(next, ready_at_);
+    return next;
+  }
+  bool idle() const { return left_ == 0 && !sync_.running(); }
+  sync::PeerSync& sync() { return sync_; }
+  Nanos begun_at() const { return begun_at_; }
+  uint64_t mixed = 0, rounds = 0;
+
+ private:
+  void after(Nanos now) {
+    if (sync_.round_done() && counted_ != sync_.round()) {
+      counted_ = sync_.round();
+      mixed += sync_.last_mixed();
+      ++rounds;
+      ready_at_ = now + compute_;
+    }
+  }
+  sync::PeerSync sync_;
+  Nanos compute_;
+  std::vector<float> update_;
+  int left_ = 0;
+  uint32_t counted_ = 0;
+  Nanos ready_at_ = 0, begun_at_ = 0;
+};
+
+// Pair rates log-uniform 50..1000 Mbit/s, one-way delay 5..75 ms, uplinks 0.3..1 Gbit/s,
+// compute 50..150 ms per round with one straggler at 3x.
+sim::WanSpec make_wan(int n, Rng& rng, std::vector<Nanos>& compute) {
+  sim::WanSpec w;
+  w.seed = rng.next();
+  auto logu = [&](double lo, double hi) { return std::exp(std::log(lo) + (std::log(hi) - std::log(lo)) * rng.uniform()); };
+  for (int i = 0; i < n; ++i) {
+    sim::SiteSpec s;
+    s.egress_bytes_per_s = logu(300e6, 1e9) / 8;
+    w.sites.push_back(s);
+    compute.push_back(static_cast<Nanos>((50 + 100 * rng.uniform()) * kMilli));
+  }
+  compute[rng.below(n)] *= 3;
+  w.links.assign(static_cast<size_t>(n) * n, {});
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) {
+      const double base = logu(50e6, 1e9) / 8;
+      const auto delay = static_cast<Nanos>((5 + 70 * rng.uniform()) * kMilli);
+      for (auto [a, b] : {std::pair{i, j}, std::pair{j, i}}) {
+        sim::LinkSpec& l = w.link(a, b);
+        l.bytes_per_s = base * (0.7 + 0.3 * rng.uniform());
+        l.delay = delay;
+        l.queue_bytes = 4u << 20;
+      }
+    }
+  return w;
+}
+
+// Runs `rounds` rounds at every site under `sel`; returns the virtual seconds they took.
+double run_rounds(sim::Wan& wan, std::vector<std::unique_ptr<PeerSite>>& sites, const topo::Selection& sel,
+                  int rounds) {
+  const Nanos t0 = wan.now();
+  for (size_t i = 0; i < sites.size(); ++i) {
+    sites[i]->sync().set_selection(sel);
+    sites[i]->start(rounds, t0);
+    wan.wake(static_cast<int>(i), t0);
+  }
+  auto all_idle = [&] {
+    for (auto& s : sites)
+      if (!s->idle()) return false;
+    return true;
+  };
+  wan.run([&](int) { return all_idle(); }, t0 + 600 * kSecond);
+  return static_cast<double>(wan.now() - t0) / 1e9;
+}
+
+}  // namespace
+
+PeerSimResult run_peer_sim(int n, int p, uint32_t staleness, int rounds, int alternations, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<Nanos> compute;
+  const sim::WanSpec spec = make_wan(n, rng, compute);
+  sim::Wan wan(spec, 256 + kChunk, kScale);
+  std::vector<std::unique_ptr<PeerSite>> sites;
+  std::vector<uint16_t> nodes;
+  for (int i = 0; i < n; ++i) nodes.push_back(static_cast<uint16_t>(i + 1));
+  for (int i = 0; i < n; ++i) {
+    sync::PeerSyncConfig c;
+    c.self_node = nodes[i];
+    c.site_nodes = nodes;
+    c.model_floats = kFloats;
+    c.chunk_bytes = kChunk;
+    c.staleness = staleness;
+    c.seed = seed * 31 + static_cast<uint64_t>(i);
+    sites.push_back(std::make_unique<PeerSite>(c, compute[i]));
+    wan.attach(i, nodes[i], sites.back().get());
+  }
+  // Warm-up: everybody to everybody, twice, so that every sender has measured every link.
+  topo::Selection all(n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      if (j != i) all[i].push_back(j);
+  run_rounds(wan, sites, all, 2);
+
+  // The global view from what the sites measured (their controller's measurement rows).
+  topo::McastInstance inst;
+  inst.n = n;
+  inst.bw.assign(static_cast<size_t>(n) * n, 0);
+  inst.rtt.assign(static_cast<size_t>(n) * n, 0);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j)
+      if (j != i) {
+        inst.bw[i * n + j] = sites[i]->sync().measured_rate(j);
+        inst.rtt[i * n + j] = static_cast<double>(sites[i]->sync().measured_rtt(j)) / 1e9;
+      }
+    // Each site's own sends ran side by side: its uplink is at least what they added up to.
+    double up = 0;
+    for (int j = 0; j < n; ++j) up += inst.bw[i * n + j];
+    inst.out_cap.push_back(up);
+    inst.in_cap.push_back(1e12);
+  }
+  // ready: how much later each site's update was ready in the last warm-up round.
+  Nanos earliest = sites[0]->begun_at();
+  for (auto& site : sites) earliest = std::min(earliest, site->begun_at());
+  for (int i = 0; i < n; ++i) inst.ready.push_back(static_cast<double>(sites[i]->begun_at() - earliest) / 1e9);
+  inst.update_bytes = static_cast<double>(kFloats * 4 * kScale);
+  inst.budget_s = 1e9;  // BSP waits for every selected update: no deadline, the shortest round wins
+  topo::McastParams prm{p, staleness ? topo::SyncMode::kSsp : topo::SyncMode::kBsp, static_cast<int>(staleness), n - 1};
+  const topo::Selection chosen = topo::select_receivers(inst, prm);
+
+  PeerSimResult r;
+  Rng pick(seed ^ 0x5e1);
+  std::vector<double> sel_t, rnd_t;
+  uint64_t sel_mixed = 0, sel_rounds = 0, rnd_mixed = 0, rnd_rounds = 0;
+  for (int a = 0; a < alternations; ++a)
+    for (int which = 0; which < 2; ++which) {
+      uint64_t m0 = 0, r0 = 0;
+      for (auto& s : sites) m0 += s->mixed, r0 += s->rounds;
+      const topo::Selection sel = which == 0 ? chosen : topo::random_receivers(inst, prm, pick);
+      const double t = run_rounds(wan, sites, sel, rounds) / rounds;
+      uint64_t m1 = 0, r1 = 0;
+      for (auto& s : sites) m1 += s->mixed, r1 += s->rounds;
+      (which == 0 ? sel_t : rnd_t).push_back(t);
+      (which == 0 ? sel_mixed : rnd_mixed) += m1 - m0;
+      (which == 0 ? sel_rounds : rnd_rounds) += r1 - r0;
+    }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  r.sel_round_s = median(sel_t);
+  r.rnd_round_s = median(rnd_t);
+  r.sel_mean_p = static_cast<double>(sel_mixed) / static_cast<double>(std::max<uint64_t>(sel_rounds, 1));
+  r.rnd_mean_p = static_cast<double>(rnd_mixed) / static_cast<double>(std::max<uint64_t>(rnd_rounds, 1));
+  return r;
+}
+
+}  // namespace sg::bench

@@ -1,0 +1,20 @@
+// SelMCast's peer-to-peer mode in the WAN simulator: every site runs sync::PeerSync (the code
+// a gateway would run) over lib/sim's links; the selection comes from what the sites measured
+// in a broadcast warm-up round (each sender's delivery rate and RTT, and how late each site's
+// update was ready), never from the simulated links' true rates.
+#pragma once
+
+#include <cstdint>
+
+namespace sg::bench {
+
+struct PeerSimResult {
+  double sel_round_s = 0, rnd_round_s = 0;  // mean time per round, SelMCast vs random
+  double sel_mean_p = 0, rnd_mean_p = 0;    // updates mixed per site and round
+};
+
+// n sites, p receivers per sender (SelMCast may add more), staleness s (0: BSP); `rounds`
+// per selection, the two selections alternated `alternations` times on the same WAN.
+PeerSimResult run_peer_sim(int n, int p, uint32_t staleness, int rounds, int alternations, uint64_t seed);
+
+}  // namespace sg::bench
