@@ -6,6 +6,10 @@
 #include "stormgate_client.h"
 #include "worker.h"
 
+static_assert(SG_DTYPE_F32 == static_cast<int>(sg::client::Dtype::kF32) &&
+              SG_DTYPE_F16 == static_cast<int>(sg::client::Dtype::kF16) &&
+              SG_DTYPE_BF16 == static_cast<int>(sg::client::Dtype::kBf16));
+
 struct sg_worker {
   std::unique_ptr<sg::client::Worker> w;
   std::string error;
@@ -61,15 +65,21 @@ int sg_worker_open(const sg_worker_options* o, sg_worker** out) {
 void sg_worker_close(sg_worker* w) { delete w; }
 
 namespace {
-int call(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms, bool streaming) {
+int call(sg_worker* w, void* data, size_t n, int dtype, uint32_t round, uint32_t timeout_ms, bool streaming) {
   if (!w) return SG_ERR_INVALID_ARGUMENT;
   if (!w->w) {
     w->error = "worker not open";
     return SG_ERR_INVALID_ARGUMENT;
   }
+  if (dtype != SG_DTYPE_F32 && dtype != SG_DTYPE_F16 && dtype != SG_DTYPE_BF16) {
+    w->error = "unknown dtype " + std::to_string(dtype) + " (SG_DTYPE_F32, SG_DTYPE_F16 or SG_DTYPE_BF16)";
+    return SG_ERR_INVALID_ARGUMENT;
+  }
+  // sg_dtype and sg::client::Dtype share their values.
+  const auto dt = static_cast<sg::client::Dtype>(dtype);
   try {
     const sg::Nanos t = static_cast<sg::Nanos>(timeout_ms) * sg::kMilli;
-    auto s = streaming ? w->w->allreduce_streaming(data, data, n, round, t) : w->w->allreduce(data, n, round, t);
+    auto s = streaming ? w->w->allreduce_streaming(data, data, n, dt, round, t) : w->w->allreduce(data, data, n, dt, round, t);
     w->error = s.message;
     return static_cast<int>(s.code);
   } catch (const std::bad_alloc&) {
@@ -80,15 +90,24 @@ int call(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_m
 }  // namespace
 
 int sg_worker_allreduce(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms) {
-  return call(w, data, n, round, timeout_ms, false);
+  return call(w, data, n, SG_DTYPE_F32, round, timeout_ms, false);
 }
 
 int sg_worker_allreduce_streaming(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms) {
-  return call(w, data, n, round, timeout_ms, true);
+  return call(w, data, n, SG_DTYPE_F32, round, timeout_ms, true);
 }
 
-void sg_worker_make_ready(sg_worker* w, size_t floats) {
-  if (w && w->w) w->w->make_ready(floats);
+int sg_worker_allreduce_typed(sg_worker* w, void* data, size_t n, int dtype, uint32_t round, uint32_t timeout_ms) {
+  return call(w, data, n, dtype, round, timeout_ms, false);
+}
+
+int sg_worker_allreduce_streaming_typed(sg_worker* w, void* data, size_t n, int dtype, uint32_t round,
+                                        uint32_t timeout_ms) {
+  return call(w, data, n, dtype, round, timeout_ms, true);
+}
+
+void sg_worker_make_ready(sg_worker* w, size_t elements) {
+  if (w && w->w) w->w->make_ready(elements);
 }
 
 const char* sg_worker_last_error(const sg_worker* w) { return w ? w->error.c_str() : "no worker handle"; }

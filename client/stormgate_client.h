@@ -32,6 +32,11 @@ enum sg_status {
   SG_ERR_PROTOCOL = 7
 };
 
+/* Element types of a gradient buffer. F16 (IEEE binary16) and BF16 buffers are pushed as they
+ * are (half the bytes of float32); the float32 result is rounded to the buffer's type (nearest
+ * even) as it is written back. The gateway's job.model_bytes stays 4 x n either way. */
+enum sg_dtype { SG_DTYPE_F32 = 0, SG_DTYPE_F16 = 1, SG_DTYPE_BF16 = 2 };
+
 typedef struct sg_worker_options {
   const char* gateway_host; /* IPv4 address or name; default "127.0.0.1" */
   uint16_t gateway_port;    /* default 7400 */
@@ -57,7 +62,11 @@ int sg_worker_allreduce(sg_worker* w, float* data, size_t n, uint32_t round, uin
  * sg_worker_make_ready (up to n); returns once data holds the result. Values below ready must
  * not change any more. sg_worker_make_ready is the one call another thread may make meanwhile. */
 int sg_worker_allreduce_streaming(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms);
-void sg_worker_make_ready(sg_worker* w, size_t floats);
+/* The same for n elements of `dtype` (an sg_dtype); ready counts elements. */
+int sg_worker_allreduce_typed(sg_worker* w, void* data, size_t n, int dtype, uint32_t round, uint32_t timeout_ms);
+int sg_worker_allreduce_streaming_typed(sg_worker* w, void* data, size_t n, int dtype, uint32_t round,
+                                        uint32_t timeout_ms);
+void sg_worker_make_ready(sg_worker* w, size_t elements);
 const char* sg_worker_last_error(const sg_worker* w);
 const char* sg_error_name(int status);
 /* Seconds the last successful allreduce took. */

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/rng.h"
+#include "compress/half.h"
 #include "crypto/keys.h"
 #include "crypto/peer_sessions.h"
 #include "ltp/delivery_rate_controller.h"
@@ -35,19 +36,34 @@ const char* error_name(ErrorCode c) {
   return "unknown";
 }
 
+size_t dtype_size(Dtype d) { return d == Dtype::kF32 ? 4 : 2; }
+
 namespace {
 
 constexpr uint16_t kWorkerNodeBase = 0x8000;
 
-// Writes the gateway's result transfer straight into the output buffer; a chunk that never
-// arrives keeps the worker's own gradient (Bubble Filling with the local rule).
+CodecId codec_of(Dtype d) {
+  switch (d) {
+    case Dtype::kF32: return CodecId::kF32;
+    case Dtype::kF16: return CodecId::kF16;
+    case Dtype::kBf16: return CodecId::kBf16;
+  }
+  return CodecId::kF32;
+}
+
+// Writes the gateway's result transfer (float32) straight into the output buffer, rounded to
+// its Dtype on the way; a chunk that never arrives keeps the worker's own gradient (Bubble
+// Filling with the local rule).
 class ResultSink final : public ltp::ReceiverSink {
  public:
-  void reset(uint32_t round, float* out, const float* local, size_t n, uint32_t chunk_bytes, uint32_t chunks) {
+  void reset(uint32_t round, uint8_t* out, const uint8_t* local, size_t n, Dtype dtype, uint32_t chunk_bytes,
+             uint32_t chunks) {
     round_ = round;
     out_ = out;
     local_ = local;
     n_ = n;
+    dtype_ = dtype;
+    es_ = dtype_size(dtype);
     chunk_floats_ = chunk_bytes / 4;
     chunks_ = chunks;
     seen_.assign(chunks, 0);
@@ -71,7 +87,7 @@ class ResultSink final : public ltp::ReceiverSink {
       ++mismatched_;
       return;
     }
-    std::memcpy(out_ + off, payload.data(), payload.size());
+    store(out_ + off * es_, payload.data(), want);
     seen_[c.chunk_index] = 1;
     ++received_;
   }
@@ -80,7 +96,7 @@ class ResultSink final : public ltp::ReceiverSink {
     if (c.key.round != round_ || ended_ || c.chunk_count != chunks_ || c.chunk_index >= chunks_) return;
     const size_t off = static_cast<size_t>(c.chunk_index) * chunk_floats_;
     const size_t cnt = std::min(chunk_floats_, n_ - off);
-    if (out_ + off != local_ + off) std::memcpy(out_ + off, local_ + off, cnt * 4);
+    if (out_ != local_) std::memcpy(out_ + off * es_, local_ + off * es_, cnt * es_);
     ++bubbles_;
   }
 
@@ -94,10 +110,26 @@ class ResultSink final : public ltp::ReceiverSink {
   uint32_t mismatched() const { return mismatched_; }
 
  private:
+  // cnt float32 values (any alignment) into the buffer's type: the one rounding of the result.
+  void store(uint8_t* dst, const uint8_t* src, size_t cnt) const {
+    if (dtype_ == Dtype::kF32) {
+      std::memcpy(dst, src, cnt * 4);
+      return;
+    }
+    for (size_t i = 0; i < cnt; ++i) {
+      float f;
+      std::memcpy(&f, src + 4 * i, 4);
+      const uint16_t h = dtype_ == Dtype::kF16 ? compress::float_to_half(f) : compress::float_to_bf16(f);
+      std::memcpy(dst + 2 * i, &h, 2);
+    }
+  }
+
   uint32_t round_ = 0;
-  float* out_ = nullptr;
-  const float* local_ = nullptr;
+  uint8_t* out_ = nullptr;
+  const uint8_t* local_ = nullptr;
   size_t n_ = 0;
+  Dtype dtype_ = Dtype::kF32;
+  size_t es_ = 4;
   size_t chunk_floats_ = 1;
   uint32_t chunks_ = 0;
   std::vector<uint8_t> seen_;
@@ -162,7 +194,7 @@ struct Worker::Impl {
   std::unique_ptr<ltp::Receiver> recv;
   ResultSink result;
   uint32_t chunks = 0;
-  std::vector<float> tmp;  // result buffer when allreduce works in place
+  std::vector<uint8_t> tmp;  // result buffer when allreduce works in place
   WorkerStats stats;
   // Streaming pushes: what make_ready() allowed, and an eventfd that wakes the wait for it
   // (made with the Worker and never changed, so make_ready may use it from any thread).
@@ -229,11 +261,19 @@ Status Worker::allreduce(float* data, size_t n, uint32_t round, Nanos timeout) {
 }
 
 Status Worker::allreduce(const float* in, float* out, size_t n, uint32_t round, Nanos timeout) {
-  return run(in, out, n, round, timeout, false);
+  return run(in, out, n, Dtype::kF32, round, timeout, false);
+}
+
+Status Worker::allreduce(const void* in, void* out, size_t n, Dtype dtype, uint32_t round, Nanos timeout) {
+  return run(in, out, n, dtype, round, timeout, false);
 }
 
 Status Worker::allreduce_streaming(const float* in, float* out, size_t n, uint32_t round, Nanos timeout) {
-  Status s = run(in, out, n, round, timeout, true);
+  return allreduce_streaming(in, out, n, Dtype::kF32, round, timeout);
+}
+
+Status Worker::allreduce_streaming(const void* in, void* out, size_t n, Dtype dtype, uint32_t round, Nanos timeout) {
+  Status s = run(in, out, n, dtype, round, timeout, true);
   impl_->ready.store(0, std::memory_order_relaxed);
   impl_->cancelled.store(false, std::memory_order_relaxed);
   return s;
@@ -244,10 +284,10 @@ void Worker::cancel() {
   make_ready(0);  // wakes the wait
 }
 
-void Worker::make_ready(size_t floats) {
+void Worker::make_ready(size_t elements) {
   Impl& m = *impl_;
   size_t cur = m.ready.load(std::memory_order_relaxed);
-  while (floats > cur && !m.ready.compare_exchange_weak(cur, floats, std::memory_order_release)) {
+  while (elements > cur && !m.ready.compare_exchange_weak(cur, elements, std::memory_order_release)) {
   }
   if (m.wake_fd >= 0) {
     const uint64_t one = 1;
@@ -255,9 +295,15 @@ void Worker::make_ready(size_t floats) {
   }
 }
 
-Status Worker::run(const float* in, float* out, size_t n, uint32_t round, Nanos timeout, bool streaming) {
+Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_t round, Nanos timeout,
+                   bool streaming) {
   if (!open_status_.ok()) return open_status_;
-  if (!in || !out || n == 0) return {ErrorCode::kInvalidArgument, "empty gradient buffer"};
+  if (!in_v || !out_v || n == 0) return {ErrorCode::kInvalidArgument, "empty gradient buffer"};
+  if (dtype != Dtype::kF32 && dtype != Dtype::kF16 && dtype != Dtype::kBf16)
+    return {ErrorCode::kInvalidArgument, "unknown gradient dtype"};
+  const auto* in = static_cast<const uint8_t*>(in_v);
+  auto* out = static_cast<uint8_t*>(out_v);
+  const size_t es = dtype_size(dtype);
   Impl& m = *impl_;
   const uint64_t chunks64 = (static_cast<uint64_t>(n) * 4 + opts_.chunk_bytes - 1) / opts_.chunk_bytes;
   if (chunks64 > (1u << 24)) return {ErrorCode::kInvalidArgument, "gradient larger than 2^24 chunks"};
@@ -284,12 +330,13 @@ Status Worker::run(const float* in, float* out, size_t n, uint32_t round, Nanos 
     m.recv = std::make_unique<ltp::Receiver>(rc);
     m.chunks = chunks;
   }
-  float* target = out;
+  // In place, the result waits in tmp: the push may still retransmit from `in`.
+  uint8_t* target = out;
   if (out == in) {
-    m.tmp.resize(n);
+    m.tmp.resize(n * es);
     target = m.tmp.data();
   }
-  m.result.reset(round, target, in, n, opts_.chunk_bytes, chunks);
+  m.result.reset(round, target, in, n, dtype, opts_.chunk_bytes, chunks);
   m.recv->begin_round(opts_.job, round, 0, now, m.result, *m.tx);
 
   ltp::TransferSpec spec;
@@ -298,9 +345,11 @@ Status Worker::run(const float* in, float* out, size_t n, uint32_t round, Nanos 
   spec.shard = 0;
   spec.policy_version = 0;
   spec.contributors = 1;
-  spec.codec = CodecId::kF32;
-  spec.chunk_size = opts_.chunk_bytes;
-  spec.data = {reinterpret_cast<const uint8_t*>(in), n * sizeof(float)};
+  // Chunk i holds the same elements whatever the type (the gateway's chunks are float32's),
+  // so a half push has as many chunks, each half as long; the gateway decodes it per chunk.
+  spec.codec = codec_of(dtype);
+  spec.chunk_size = static_cast<uint32_t>(opts_.chunk_bytes / 4 * es);
+  spec.data = {in, n * es};
   spec.streaming = streaming;
   if (!m.push->start(spec, now)) return {ErrorCode::kInvalidArgument, "cannot start the push transfer"};
   // Streaming: chunk i is released once in[] is ready through its end (the last chunk may
@@ -377,18 +426,20 @@ Status Worker::run(const float* in, float* out, size_t n, uint32_t round, Nanos 
         return {ErrorCode::kStale, "gateway " + gw + " is past round " + std::to_string(round) +
                                        " (it refused the push as stale); use a later round number"};
       if (reason == ltp::CloseReason::kRefused)
-        return {ErrorCode::kRejected, "gateway " + gw + " refused the push of " + std::to_string(n * 4) +
-                                          " bytes (too large for it, or no room)"};
+        return {ErrorCode::kRejected, "gateway " + gw + " refused the push of " + std::to_string(n) +
+                                          " values (too large for it, or no room)"};
     }
     if (m.push->state() == ltp::SenderState::kRejected)
       return {ErrorCode::kRejected, "gateway " + gw + " does not speak this LTP version"};
     if (m.result.ended()) {
       if (m.result.mismatched() > 0 && m.result.received() == 0)
         return {ErrorCode::kProtocol, "gateway " + gw + " sent a result of another size: its job.model_bytes " +
-                                          "does not match this gradient (" + std::to_string(n * 4) + " bytes)"};
-      if (target != out) std::memcpy(out, target, n * sizeof(float));
+                                          "does not match this gradient (" + std::to_string(n) + " values = " + std::to_string(n * 4) +
+                                          " model bytes)"};
+      if (target != out) std::memcpy(out, target, n * es);
       m.stats.rounds++;
       m.stats.push_retransmits += m.push->stats().retransmits;
+      m.stats.push_bytes += m.push->stats().bytes_sent;
       m.stats.result_bubbles += m.result.bubbles();
       m.stats.datagrams_sent = m.sock.stats().sent;
       m.stats.datagrams_received = m.sock.stats().received;

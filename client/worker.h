@@ -39,6 +39,14 @@ struct Status {
   bool ok() const { return code == ErrorCode::kOk; }
 };
 
+// Element type of a gradient buffer. Half-precision buffers go out as they are (codec kF16 /
+// kBf16: half the bytes, no float32 copy); the gateway sums in float32 and the float32 result
+// is rounded to the buffer's type (nearest even, as torch's .to()) while it is written back.
+// The gateway's job.model_bytes and chunk_bytes stay those of the float32 gradient (4 x n):
+// a half push has the same chunks, each chunk_bytes / 2 long.
+enum class Dtype : uint8_t { kF32, kF16, kBf16 };
+size_t dtype_size(Dtype d);
+
 struct WorkerOptions {
   std::string gateway_host = "127.0.0.1";
   uint16_t gateway_port = 7400;   // the gateway's transport.udp_port
@@ -58,6 +66,7 @@ struct WorkerStats {
   uint64_t rounds = 0;
   uint64_t push_retransmits = 0;
   uint64_t result_bubbles = 0;    // result chunks filled with the own gradient
+  uint64_t push_bytes = 0;        // DATA bytes of the pushes (headers and retransmits included)
   uint64_t datagrams_sent = 0;
   uint64_t datagrams_received = 0;
   uint64_t send_dropped = 0;     // datagrams the socket did not take, or that could not be sealed
@@ -81,6 +90,8 @@ class Worker {
   Status allreduce(float* data, size_t n, uint32_t round, Nanos timeout);
   // Same, keeping `in` and writing the result to `out` (may alias `in`).
   Status allreduce(const float* in, float* out, size_t n, uint32_t round, Nanos timeout);
+  // Any Dtype: in and out hold n elements of it.
+  Status allreduce(const void* in, void* out, size_t n, Dtype dtype, uint32_t round, Nanos timeout);
 
   // Overlapping the push with the computation that produces it (a DDP hook, bucket by
   // bucket): like allreduce, but only in[0, ready) is sent, where `ready` is what another
@@ -90,9 +101,10 @@ class Worker {
   // Values below `ready` must not change any more; the ones above may still be written. The
   // timeout counts from the call. `ready` starts at 0 and is 0 again when the call returns.
   Status allreduce_streaming(const float* in, float* out, size_t n, uint32_t round, Nanos timeout);
+  Status allreduce_streaming(const void* in, void* out, size_t n, Dtype dtype, uint32_t round, Nanos timeout);
   // Thread-safe (the one call allowed while another thread is in allreduce_streaming): makes
-  // in[0, floats) sendable and wakes the transfer. Never lowers what was made ready.
-  void make_ready(size_t floats);
+  // in[0, elements) sendable and wakes the transfer. Never lowers what was made ready.
+  void make_ready(size_t elements);
   // Thread-safe: ends a running allreduce_streaming at once with kInvalidArgument ("cancelled")
   // without pushing the rest; the gateway goes on without this worker's missing chunks.
   void cancel();
@@ -104,7 +116,7 @@ class Worker {
 
  private:
   struct Impl;
-  Status run(const float* in, float* out, size_t n, uint32_t round, Nanos timeout, bool streaming);
+  Status run(const void* in, void* out, size_t n, Dtype dtype, uint32_t round, Nanos timeout, bool streaming);
   WorkerOptions opts_;
   Status open_status_;
   std::unique_ptr<Impl> impl_;

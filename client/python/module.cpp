@@ -1,6 +1,7 @@
 // _stormgate: the worker client for Python (pybind11). Takes any writable, C-contiguous
-// float32 buffer (numpy arrays; torch CPU tensors through tensor.numpy(), which shares
-// memory) and synchronises it in place, with the GIL released while it waits.
+// float32 or float16 buffer, or 16-bit integers holding bfloat16 bits with dtype="bf16"
+// (numpy arrays; torch CPU tensors through tensor.numpy() / tensor.view(torch.int16).numpy(),
+// which share memory) and synchronises it in place, with the GIL released while it waits.
 // python/stormgate/ wraps this with torch helpers and the DDP communication hook.
 #include <pybind11/pybind11.h>
 
@@ -12,6 +13,7 @@
 #include "worker.h"
 
 namespace py = pybind11;
+using sg::client::Dtype;
 using sg::client::ErrorCode;
 using sg::client::Worker;
 using sg::client::WorkerOptions;
@@ -36,18 +38,40 @@ struct Stale : Error {
   throw Error(msg);
 }
 
-// A writable, C-contiguous float32 buffer, or a clear TypeError/ValueError.
-py::buffer_info float_buffer(py::buffer& buf, const char* what) {
-  py::buffer_info info = buf.request(/*writable=*/true);
-  if (info.itemsize != 4 || info.format != py::format_descriptor<float>::format())
-    throw py::type_error(std::string(what) + " needs a float32 buffer, got format '" + info.format + "'");
-  // C-contiguous: each stride is the product of the later dimensions.
-  py::ssize_t expect = 4;
-  for (py::ssize_t d = info.ndim - 1; d >= 0; --d) {
-    if (info.shape[d] > 1 && info.strides[d] != expect) throw py::value_error(std::string(what) + " needs a contiguous buffer");
-    expect *= info.shape[d];
+struct Grad {
+  py::buffer_info info;
+  Dtype dtype;
+};
+
+// A writable, C-contiguous gradient buffer and its Dtype, or a clear TypeError/ValueError.
+// dtype "" takes the buffer's: float32 ('f') or float16 ('e'). numpy has no bfloat16, so
+// "bf16" takes 16-bit integers ('h'/'H') holding bfloat16 bits.
+Grad grad_buffer(py::buffer& buf, const std::string& dtype, const char* what) {
+  const std::string w(what);
+  Grad g{buf.request(/*writable=*/true), Dtype::kF32};
+  const std::string& f = g.info.format;
+  if (dtype != "" && dtype != "f32" && dtype != "f16" && dtype != "bf16")
+    throw py::value_error(w + ": dtype must be \"f32\", \"f16\" or \"bf16\", got \"" + dtype + "\"");
+  if (dtype == "bf16") {
+    if (f != "h" && f != "H")
+      throw py::type_error(w + ": dtype=\"bf16\" needs 16-bit integers holding bfloat16 bits "
+                               "(tensor.view(torch.int16).numpy()), got format '" + f + "'");
+    g.dtype = Dtype::kBf16;
+  } else if (f == "f" && (dtype == "" || dtype == "f32")) {
+    g.dtype = Dtype::kF32;
+  } else if (f == "e" && (dtype == "" || dtype == "f16")) {
+    g.dtype = Dtype::kF16;
+  } else {
+    throw py::type_error(w + " needs a float32 or float16 buffer" + (dtype.empty() ? "" : " of dtype " + dtype) +
+                         ", got format '" + f + "' (bfloat16: 16-bit integers with dtype=\"bf16\")");
   }
-  return info;
+  // C-contiguous: each stride is the product of the later dimensions.
+  py::ssize_t expect = g.info.itemsize;
+  for (py::ssize_t d = g.info.ndim - 1; d >= 0; --d) {
+    if (g.info.shape[d] > 1 && g.info.strides[d] != expect) throw py::value_error(w + " needs a contiguous buffer");
+    expect *= g.info.shape[d];
+  }
+  return g;
 }
 
 // One streaming round in flight: Worker::allreduce_streaming on a thread of its own, so that
@@ -55,14 +79,15 @@ py::buffer_info float_buffer(py::buffer& buf, const char* what) {
 // hands over a prefix; wait() returns once the buffer holds the round's result.
 class PendingRound {
  public:
-  PendingRound(py::object worker, py::buffer buf, uint32_t round, double timeout_s)
-      : worker_obj_(std::move(worker)), buf_obj_(buf) {
-    info_ = float_buffer(buf, "allreduce_start");
+  PendingRound(py::object worker, py::buffer buf, uint32_t round, double timeout_s, const std::string& dtype)
+      : worker_obj_(std::move(worker)), buf_obj_(buf), grad_(grad_buffer(buf, dtype, "allreduce_start")) {
     w_ = worker_obj_.cast<Worker*>();
-    n_ = static_cast<size_t>(info_.size);
-    auto* data = static_cast<float*>(info_.ptr);
+    n_ = static_cast<size_t>(grad_.info.size);
+    void* data = grad_.info.ptr;
+    const Dtype dt = grad_.dtype;
     const auto timeout = static_cast<sg::Nanos>(timeout_s * sg::kSecond);
-    thread_ = std::thread([this, data, round, timeout] { status_ = w_->allreduce_streaming(data, data, n_, round, timeout); });
+    thread_ = std::thread(
+        [this, data, dt, round, timeout] { status_ = w_->allreduce_streaming(data, data, n_, dt, round, timeout); });
   }
   ~PendingRound() {
     if (thread_.joinable()) {
@@ -74,9 +99,10 @@ class PendingRound {
   PendingRound(const PendingRound&) = delete;
   PendingRound& operator=(const PendingRound&) = delete;
 
-  void ready(size_t floats) {
-    if (floats > n_) throw py::value_error("ready(" + std::to_string(floats) + "): the buffer holds " + std::to_string(n_) + " values");
-    w_->make_ready(floats);
+  void ready(size_t elements) {
+    if (elements > n_)
+      throw py::value_error("ready(" + std::to_string(elements) + "): the buffer holds " + std::to_string(n_) + " values");
+    w_->make_ready(elements);
   }
   void wait() {
     if (thread_.joinable()) {
@@ -98,7 +124,7 @@ class PendingRound {
  private:
   py::object worker_obj_;  // keeps the Worker and the buffer alive while the thread runs
   py::object buf_obj_;
-  py::buffer_info info_;
+  Grad grad_;
   Worker* w_ = nullptr;
   size_t n_ = 0;
   sg::client::Status status_;
@@ -125,8 +151,8 @@ PYBIND11_MODULE(_stormgate, m) {
   });
 
   py::class_<PendingRound>(m, "PendingRound")
-      .def("ready", &PendingRound::ready, py::arg("floats"),
-           "buffer[:floats] is final: push it (never lowers what was handed over)")
+      .def("ready", &PendingRound::ready, py::arg("elements"),
+           "buffer[:elements] is final: push it (never lowers what was handed over)")
       .def("wait", &PendingRound::wait,
            "Hand over the rest and block (GIL released) until the buffer holds the round's result")
       .def("cancel", &PendingRound::cancel,
@@ -156,26 +182,28 @@ PYBIND11_MODULE(_stormgate, m) {
            py::arg("bind_host") = "0.0.0.0", py::arg("bind_port") = 0, py::arg("token_file") = "")
       .def(
           "allreduce",
-          [](Worker& w, py::buffer buf, uint32_t round, double timeout_s) {
-            py::buffer_info info = float_buffer(buf, "allreduce");
+          [](Worker& w, py::buffer buf, uint32_t round, double timeout_s, const std::string& dtype) {
+            Grad g = grad_buffer(buf, dtype, "allreduce");
             sg::client::Status s;
             {
               py::gil_scoped_release nogil;
-              s = w.allreduce(static_cast<float*>(info.ptr), static_cast<size_t>(info.size), round,
+              s = w.allreduce(g.info.ptr, g.info.ptr, static_cast<size_t>(g.info.size), g.dtype, round,
                               static_cast<sg::Nanos>(timeout_s * sg::kSecond));
             }
             if (!s.ok()) raise(s);
           },
-          py::arg("buffer"), py::arg("round"), py::arg("timeout") = 30.0,
-          "Synchronise `buffer` (float32, contiguous, writable) in place: it becomes the mean over all "
-          "workers of all sites for `round`. Raises GatewayTimeout, StaleRound or StormgateError.")
+          py::arg("buffer"), py::arg("round"), py::arg("timeout") = 30.0, py::arg("dtype") = "",
+          "Synchronise `buffer` (contiguous, writable; float32 or float16, or int16 bits of bfloat16 "
+          "with dtype=\"bf16\") in place: it becomes the mean over all workers of all sites for `round`. "
+          "Half-precision buffers are pushed as they are and the float32 result is rounded into them. "
+          "Raises GatewayTimeout, StaleRound or StormgateError.")
       .def(
           "allreduce_start",
-          [](py::object self, py::buffer buf, uint32_t round, double timeout_s) {
-            return std::make_unique<PendingRound>(std::move(self), std::move(buf), round, timeout_s);
+          [](py::object self, py::buffer buf, uint32_t round, double timeout_s, const std::string& dtype) {
+            return std::make_unique<PendingRound>(std::move(self), std::move(buf), round, timeout_s, dtype);
           },
-          py::arg("buffer"), py::arg("round"), py::arg("timeout") = 30.0,
-          "Start a streaming round on `buffer` (float32, contiguous, writable): only what ready(k) "
+          py::arg("buffer"), py::arg("round"), py::arg("timeout") = 30.0, py::arg("dtype") = "",
+          "Start a streaming round on `buffer` (as allreduce's): only what ready(k) "
           "handed over (buffer[:k]) is pushed, as it comes; wait() returns once the buffer holds the "
           "result. One round at a time per Worker; do not call allreduce meanwhile.")
       .def_property_readonly("gateway", &Worker::gateway_address)
@@ -186,6 +214,7 @@ PYBIND11_MODULE(_stormgate, m) {
         py::dict d;
         d["rounds"] = s.rounds;
         d["push_retransmits"] = s.push_retransmits;
+        d["push_bytes"] = s.push_bytes;
         d["result_bubbles"] = s.result_bubbles;
         d["datagrams_sent"] = s.datagrams_sent;
         d["datagrams_received"] = s.datagrams_received;

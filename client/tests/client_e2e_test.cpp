@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "compress/half.h"
+#include "wire/ltp_header.h"
 #include "stormgate_client.h"
 #include "stub_gateway.h"
 #include "worker.h"
@@ -126,6 +128,137 @@ TEST(Client, StreamingPushSendsOnlyWhatIsReadyAndTheRoundWaitsForTheRest) {
     EXPECT_EQ(w0.stats().result_bubbles, 0u);
   }
   EXPECT_EQ(stub.gw.group().stats().push_timeouts, 0u);
+}
+
+// Half-precision gradients as the gateway sees them: the values a buffer of `dt` holds.
+std::vector<uint16_t> to_half(const std::vector<float>& g, Dtype dt) {
+  std::vector<uint16_t> h(g.size());
+  for (size_t k = 0; k < g.size(); ++k)
+    h[k] = dt == Dtype::kF16 ? compress::float_to_half(g[k]) : compress::float_to_bf16(g[k]);
+  return h;
+}
+double from_half(uint16_t h, Dtype dt) {
+  return dt == Dtype::kF16 ? compress::half_to_float(h) : compress::bf16_to_float(h);
+}
+// Half a unit in the last place of `dt` at m (its binade's; subnormal halves: 2^-25), and a
+// little float32 summation slack: how far a correctly rounded result may be from m.
+double rounding_bound(double m, Dtype dt) {
+  const int mant = dt == Dtype::kF16 ? 10 : 7;
+  const int e = m == 0 ? -1000 : std::ilogb(m);
+  const double ulp = std::ldexp(1.0, std::max(e, dt == Dtype::kF16 ? -14 : -126) - mant);
+  return ulp / 2 + 1e-6 * std::abs(m);
+}
+
+// fp16 and bf16 pushes go out as kF16 / kBf16 chunks straight from the caller's buffer (half
+// the bytes, counted per codec where the gateway receives them), the gateway decodes and sums
+// them in float32, and each worker's buffer gets the mean rounded once to its type.
+TEST(Client, HalfPrecisionPushesAreHalfTheBytesAndGiveTheMean) {
+  constexpr size_t kFloats = 100003;  // last chunk short
+  constexpr uint32_t kChunks = (kFloats * 4 + 1343) / 1344;
+  StubOptions so;
+  so.workers = 3;
+  so.model_floats = kFloats;
+  RunningStub stub(so);
+  std::vector<std::unique_ptr<Worker>> ws;
+  for (uint32_t w = 0; w < 3; ++w) ws.push_back(std::make_unique<Worker>(opts_for(stub.gw.port(), w)));
+  uint32_t round = 0;
+  for (Dtype dt : {Dtype::kF16, Dtype::kBf16}) {
+    ++round;
+    const auto before = stub.gw.pushed();
+    const WorkerStats w0_before = ws[0]->stats();
+    std::vector<std::vector<uint16_t>> buf(3);
+    std::vector<Status> st(3);
+    std::vector<std::thread> ts;
+    for (uint32_t w = 0; w < 3; ++w) {
+      buf[w] = to_half(gradient(w, round, kFloats), dt);
+      ts.emplace_back([&, w] { st[w] = ws[w]->allreduce(buf[w].data(), buf[w].data(), kFloats, dt, round, 10 * kSecond); });
+    }
+    for (auto& t : ts) t.join();
+    for (uint32_t w = 0; w < 3; ++w) ASSERT_TRUE(st[w].ok()) << st[w].message;
+    const auto in0 = to_half(gradient(0, round, kFloats), dt), in1 = to_half(gradient(1, round, kFloats), dt),
+               in2 = to_half(gradient(2, round, kFloats), dt);
+    for (size_t k = 0; k < kFloats; ++k) {
+      const double mean = (from_half(in0[k], dt) + from_half(in1[k], dt) + from_half(in2[k], dt)) / 3;
+      ASSERT_NEAR(from_half(buf[0][k], dt), mean, rounding_bound(mean, dt)) << "round " << round << " index " << k;
+    }
+    EXPECT_EQ(buf[0], buf[1]) << "every worker gets the same bits";
+    EXPECT_EQ(buf[0], buf[2]);
+    const auto& after = stub.gw.pushed();
+    const auto c = static_cast<size_t>(dt == Dtype::kF16 ? CodecId::kF16 : CodecId::kBf16);
+    EXPECT_EQ(after[c].chunks - before[c].chunks, 3u * kChunks) << "pushed as " << codec_name(static_cast<CodecId>(c));
+    EXPECT_EQ(after[c].payload_bytes - before[c].payload_bytes, 3u * kFloats * 2) << "2 bytes a value on the LAN";
+    EXPECT_EQ(after[0].chunks, 0u) << "no float32 chunk: nothing was upcast";
+    // The worker's own count: headers + 2 bytes a value, + whatever was retransmitted.
+    const uint64_t sent = ws[0]->stats().push_bytes - w0_before.push_bytes;
+    const uint64_t retx = ws[0]->stats().push_retransmits - w0_before.push_retransmits;
+    const uint64_t base = kChunks * sizeof(wire::DataHeader) + kFloats * 2;
+    EXPECT_GE(sent, base);
+    EXPECT_LE(sent, base + retx * (sizeof(wire::DataHeader) + 1344 / 2));
+  }
+  // The same round in float32: twice the bytes in as many chunks.
+  ++round;
+  std::vector<std::vector<float>> f(3);
+  std::vector<std::thread> ts;
+  for (uint32_t w = 0; w < 3; ++w) {
+    f[w] = gradient(w, round, kFloats);
+    ts.emplace_back([&, w] { ASSERT_TRUE(ws[w]->allreduce(f[w].data(), kFloats, round, 10 * kSecond).ok()); });
+  }
+  for (auto& t : ts) t.join();
+  const auto& p = stub.gw.pushed();
+  EXPECT_EQ(p[0].chunks, 3u * kChunks);
+  EXPECT_EQ(p[0].payload_bytes, 2 * p[static_cast<size_t>(CodecId::kF16)].payload_bytes);
+  EXPECT_EQ(p[0].payload_bytes, 2 * p[static_cast<size_t>(CodecId::kBf16)].payload_bytes);
+  EXPECT_EQ(stub.gw.group().stats().bad_chunks, 0u);
+}
+
+// One gateway round with a float16, a bfloat16 and a float32 worker: the gateway decodes each
+// chunk by its own codec, and the half workers get the float32 worker's result rounded once
+// (nearest even) into their type, bit for bit. Streaming and the C ABI with a dtype too.
+TEST(Client, MixedDtypesInOneRoundRoundTheSameResult) {
+  constexpr size_t kFloats = 30001;
+  StubOptions so;
+  so.workers = 3;
+  so.model_floats = kFloats;
+  RunningStub stub(so);
+  const auto g0 = gradient(0, 1, kFloats), g1 = gradient(1, 1, kFloats), g2 = gradient(2, 1, kFloats);
+  const auto in16 = to_half(g0, Dtype::kF16), inbf = to_half(g1, Dtype::kBf16);
+  auto h16 = in16, hbf = inbf;
+  std::vector<float> f32 = g2;
+  Worker w0(opts_for(stub.gw.port(), 0));
+  sg_worker_options o;
+  sg_worker_options_init(&o);
+  o.gateway_port = stub.gw.port();
+  o.worker_index = 1;
+  sg_worker* w1 = nullptr;
+  ASSERT_EQ(sg_worker_open(&o, &w1), SG_OK) << sg_worker_last_error(w1);
+  Worker w2(opts_for(stub.gw.port(), 2));
+  Status s0, s2;
+  int rc1 = -1;
+  std::thread t0([&] { s0 = w0.allreduce_streaming(h16.data(), h16.data(), kFloats, Dtype::kF16, 1, 10 * kSecond); });
+  std::thread t1([&] { rc1 = sg_worker_allreduce_typed(w1, hbf.data(), kFloats, SG_DTYPE_BF16, 1, 10000); });
+  std::thread t2([&] { s2 = w2.allreduce(f32.data(), kFloats, 1, 10 * kSecond); });
+  w0.make_ready(kFloats / 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  w0.make_ready(kFloats);
+  t0.join();
+  t1.join();
+  t2.join();
+  ASSERT_TRUE(s0.ok()) << s0.message;
+  ASSERT_EQ(rc1, SG_OK) << sg_worker_last_error(w1);
+  ASSERT_TRUE(s2.ok()) << s2.message;
+  for (size_t k = 0; k < kFloats; ++k) {
+    const double mean = (compress::half_to_float(in16[k]) + compress::bf16_to_float(inbf[k]) + g2[k]) / 3;
+    ASSERT_NEAR(f32[k], mean, 1e-6 * (1 + std::abs(mean))) << k;
+    ASSERT_EQ(h16[k], compress::float_to_half(f32[k])) << "f16 result = the f32 result rounded once, index " << k;
+    ASSERT_EQ(hbf[k], compress::float_to_bf16(f32[k])) << "bf16 result = the f32 result rounded once, index " << k;
+  }
+  const auto& p = stub.gw.pushed();
+  EXPECT_EQ(p[static_cast<size_t>(CodecId::kF16)].payload_bytes, kFloats * 2);
+  EXPECT_EQ(p[static_cast<size_t>(CodecId::kBf16)].payload_bytes, kFloats * 2);
+  EXPECT_EQ(p[static_cast<size_t>(CodecId::kF32)].payload_bytes, kFloats * 4);
+  EXPECT_EQ(sg_worker_allreduce_typed(w1, hbf.data(), kFloats, 7, 2, 100), SG_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sg_worker_last_error(w1)).find("dtype"), std::string::npos);
+  sg_worker_close(w1);
 }
 
 TEST(Client, UnreachableGatewayTimesOutNamingTheAddress) {

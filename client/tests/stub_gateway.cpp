@@ -24,6 +24,8 @@ StubGateway::StubGateway(const StubOptions& o) : o_(o), tx_(sock_, &StubGateway:
   site_ = std::make_unique<sync::SiteSync>(sc);
   worker_addr_.resize(o.workers);
   known_.assign(o.workers, 0);
+  seen_round_.assign(o.workers, 0);
+  seen_.resize(o.workers);
 }
 
 bool StubGateway::open(std::string& err) {
@@ -49,6 +51,21 @@ bool StubGateway::route(void* self, uint16_t node, sockaddr_in& out) {
   return true;
 }
 
+void StubGateway::count_push(int w, std::span<const uint8_t> msg) {
+  auto d = wire::parse_data(msg);
+  if (!d || !codec_id_valid(static_cast<uint8_t>(d->f.codec)) || d->f.chunk_index >= d->f.chunk_count) return;
+  auto& seen = seen_[static_cast<size_t>(w)];
+  if (seen_round_[static_cast<size_t>(w)] != d->f.round || seen.size() != d->f.chunk_count) {
+    seen_round_[static_cast<size_t>(w)] = d->f.round;
+    seen.assign(d->f.chunk_count, 0);
+  }
+  if (seen[d->f.chunk_index]) return;
+  seen[d->f.chunk_index] = 1;
+  PushedCount& p = pushed_[static_cast<size_t>(d->f.codec)];
+  ++p.chunks;
+  p.payload_bytes += d->payload.size();
+}
+
 void StubGateway::receive_all() {
   for (;;) {
     const int r = sock_.receive();
@@ -63,6 +80,7 @@ void StubGateway::receive_all() {
         // Where a worker's packets come from is where its results go.
         worker_addr_[w] = sock_.from(i);
         known_[w] = 1;
+        if (c->type == wire::MsgType::kData) count_push(w, msg);
       }
       group_->on_packet(msg, now, tx_);
     }

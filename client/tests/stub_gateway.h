@@ -5,6 +5,7 @@
 
 #include <netinet/in.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -28,6 +29,13 @@ struct StubOptions {
   Nanos push_timeout = 10 * kSecond;
 };
 
+// What the workers pushed in one codec: each (worker, round, chunk) counted once, so these are
+// the pushes' own sizes whatever was lost or retransmitted on the way.
+struct PushedCount {
+  uint64_t chunks = 0;
+  uint64_t payload_bytes = 0;
+};
+
 class StubGateway {
  public:
   explicit StubGateway(const StubOptions& o);
@@ -37,10 +45,13 @@ class StubGateway {
   void run(const std::atomic<bool>& stop, uint64_t rounds = 0);
   const sync::LocalGroup& group() const { return *group_; }
   uint64_t rounds_delivered() const { return delivered_; }
+  // Indexed by CodecId.
+  const std::array<PushedCount, kCodecCount>& pushed() const { return pushed_; }
 
  private:
   static bool route(void* self, uint16_t node, sockaddr_in& out);
   void receive_all();
+  void count_push(int worker, std::span<const uint8_t> msg);
 
   StubOptions o_;
   UdpBatch sock_;
@@ -49,6 +60,9 @@ class StubGateway {
   std::unique_ptr<sync::SiteSync> site_;
   std::vector<sockaddr_in> worker_addr_;  // learnt from each worker's DATA
   std::vector<uint8_t> known_;
+  std::array<PushedCount, kCodecCount> pushed_{};
+  std::vector<uint32_t> seen_round_;          // per worker: the round seen_ is for
+  std::vector<std::vector<uint8_t>> seen_;    // per worker: chunks of that round counted
   uint64_t delivered_ = 0;
 };
 

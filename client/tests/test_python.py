@@ -1,6 +1,7 @@
 """The Python binding and python/stormgate against the gateway stub (a subprocess on
-127.0.0.1): numpy and torch buffers synchronised in place, the DDP communication hook,
-and the errors Python users see. Run by meson: test_python.py --stub PATH/sg_gateway_stub"""
+127.0.0.1): numpy and torch buffers synchronised in place (float32, float16, bfloat16; CUDA
+tensors where CUDA is present), the DDP communication hook, and the errors Python users see.
+Run by meson: test_python.py --stub PATH/sg_gateway_stub"""
 import argparse
 import subprocess
 import sys
@@ -22,9 +23,34 @@ class Stub:
         self.port = int(line.rsplit(":", 1)[1])
 
     def close(self):
+        """Stops the stub; returns what its workers pushed per codec, each chunk counted once:
+        {"f32": (chunks, payload bytes), "f16": ..., "bf16": ...}."""
         self.p.terminate()
+        out = self.p.stdout.read()
         self.p.wait(timeout=10)
         self.p.stdout.close()
+        pushed = {}
+        for line in out.splitlines():
+            f = line.split()
+            if f and f[0] == "pushed":  # pushed CODEC chunks C bytes B
+                pushed[f[1]] = (int(f[3]), int(f[5]))
+        return pushed
+
+
+def half_bound(m, dtype):
+    """Half a unit in the last place of float16 / bfloat16 at |m| (its binade's), plus float32
+    summation slack: how far a correctly rounded mean may be from the exact one."""
+    mant, emin = (10, -14) if dtype == np.float16 else (7, -126)
+    e = np.maximum(np.floor(np.log2(np.maximum(np.abs(m), 2.0 ** emin))), emin)
+    return 2.0 ** (e - mant) / 2 + 1e-6 * np.abs(m)
+
+
+def _cuda_available():
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
 
 
 class NativeTest(unittest.TestCase):
@@ -46,6 +72,27 @@ class NativeTest(unittest.TestCase):
         finally:
             stub.close()
 
+    def test_numpy_float16_is_pushed_as_float16(self):
+        import _stormgate
+        n = 30001
+        stub = Stub(3, 4 * n)  # model_bytes stays 4 x values whatever the dtype
+        try:
+            ws = [_stormgate.Worker(port=stub.port, worker_index=i) for i in range(3)]
+            rng = np.random.default_rng(1)
+            arrs = [rng.standard_normal(n).astype(np.float16) for _ in range(3)]
+            exact = sum(a.astype(np.float64) for a in arrs) / 3
+            ts = [threading.Thread(target=w.allreduce, args=(a, 1)) for w, a in zip(ws, arrs)]
+            [t.start() for t in ts]
+            [t.join() for t in ts]
+            for a in arrs:
+                self.assertEqual(a.dtype, np.float16)
+                self.assertTrue(np.all(np.abs(a.astype(np.float64) - exact) <= half_bound(exact, np.float16)))
+            self.assertTrue(np.array_equal(arrs[0], arrs[1]) and np.array_equal(arrs[0], arrs[2]))
+        finally:
+            pushed = stub.close()
+        self.assertEqual(pushed["f16"][1], 3 * n * 2, "float16 on the LAN: 2 bytes a value")
+        self.assertEqual(pushed["f32"][0], 0, "nothing upcast to float32")
+
     def test_errors(self):
         import _stormgate
         w = _stormgate.Worker(port=9, worker_index=0)  # discard port: nothing answers
@@ -58,6 +105,16 @@ class NativeTest(unittest.TestCase):
             w.allreduce(np.ones(10, dtype=np.float64), 1)
         with self.assertRaises(ValueError):
             w.allreduce(np.ones((10, 10), dtype=np.float32)[:, 0], 1)
+        with self.assertRaisesRegex(ValueError, "contiguous"):
+            w.allreduce(np.ones((10, 10), dtype=np.float16)[:, 0], 1)
+        with self.assertRaisesRegex(TypeError, "bf16"):
+            w.allreduce(np.ones(10, dtype=np.int16), 1)  # bfloat16 bits need dtype="bf16"
+        with self.assertRaisesRegex(TypeError, "16-bit integers"):
+            w.allreduce(np.ones(10, dtype=np.float16), 1, dtype="bf16")
+        with self.assertRaisesRegex(TypeError, "float16"):
+            w.allreduce(np.ones(10, dtype=np.float32), 1, dtype="f16")
+        with self.assertRaisesRegex(ValueError, "dtype must be"):
+            w.allreduce(np.ones(10, dtype=np.float32), 1, dtype="fp8")
 
 
 class TorchTest(unittest.TestCase):
@@ -150,6 +207,120 @@ class TorchTest(unittest.TestCase):
         finally:
             stub.close()
 
+    def test_half_and_bfloat16_tensors_go_out_in_their_dtype(self):
+        import torch
+        import stormgate
+        n = 20001
+        stub = Stub(2, 4 * n)
+        try:
+            cs = [stormgate.Client(port=stub.port, worker_index=i) for i in range(2)]
+            g = torch.Generator().manual_seed(2)
+            base = [torch.randn(n, generator=g) * 3 for _ in range(2)]
+
+            def round_of(make):
+                ts_ = [make(b) for b in base]
+                want = ((ts_[0].float() + ts_[1].float()) / 2).to(ts_[0].dtype)  # the gateway's float32 mean, rounded once
+                ptrs = [t.data_ptr() for t in ts_]
+                th = [threading.Thread(target=c.allreduce, args=(t,)) for c, t in zip(cs, ts_)]
+                [t.start() for t in th]
+                [t.join() for t in th]
+                for t, p in zip(ts_, ptrs):
+                    self.assertEqual(t.data_ptr(), p)
+                    self.assertTrue(torch.equal(t, want.view_as(t)), (t.dtype, t.reshape(-1)[:3], want[:3]))
+
+            round_of(lambda b: b.half())                            # zero-copy float16
+            round_of(lambda b: b.bfloat16())                        # zero-copy bfloat16 (int16 bits)
+            round_of(lambda b: b.bfloat16().view(3, n // 3).t())    # non-contiguous: a bfloat16 staging copy
+            self.assertEqual(cs[0]._staging.dtype, torch.bfloat16)
+            round_of(lambda b: b.double())                          # other dtypes: a float32 staging copy
+            self.assertEqual(cs[0].round, 4)
+            # Wrong size against the job, and allreduce_start's checks: clear errors, no round used.
+            c = stormgate.Client(port=stub.port, worker_index=0, model_floats=n)
+            with self.assertRaisesRegex(ValueError, "model_floats"):
+                c.allreduce(torch.zeros(n - 1, dtype=torch.float16))
+            with self.assertRaisesRegex(ValueError, "float16 or bfloat16"):
+                c.allreduce_start(torch.zeros(n, dtype=torch.float64))
+            with self.assertRaisesRegex(ValueError, "non-contiguous"):
+                c.allreduce_start(torch.zeros(3, n // 3, dtype=torch.float16).t())
+            self.assertEqual(c.round, 0)
+        finally:
+            pushed = stub.close()
+        self.assertEqual(pushed["f16"][1], 2 * n * 2, "one float16 round: 2 bytes a value")
+        self.assertEqual(pushed["bf16"][1], 2 * 2 * n * 2, "two bfloat16 rounds: 2 bytes a value")
+        self.assertEqual(pushed["f32"][1], 2 * n * 4, "only the float64 round went out as float32")
+
+    def test_pending_round_streams_bfloat16(self):
+        import torch
+        import stormgate
+        n = 30001
+        stub = Stub(2, 4 * n)
+        try:
+            a = torch.full((n,), float("nan"), dtype=torch.bfloat16)  # NaN until handed over
+            b = np.full(n, 2.0, dtype=np.float32)
+            ca, cb = stormgate.Client(port=stub.port, worker_index=0), stormgate.Client(port=stub.port, worker_index=1)
+            other = threading.Thread(target=lambda: cb.allreduce(b))
+            other.start()
+            p = ca.allreduce_start(a)
+            for k in (n // 2, n):
+                a[:k] = 1.0
+                p.ready(k)
+            p.wait()
+            other.join()
+            self.assertTrue(torch.all(a == 1.5) and np.all(b == 1.5), (a[:3], b[:3]))
+        finally:
+            pushed = stub.close()
+        self.assertEqual(pushed["bf16"][1], n * 2)
+        self.assertEqual(pushed["f32"][1], n * 4)
+
+    def test_ddp_hook_sends_half_buckets_as_half(self):
+        import torch
+        import torch.distributed as dist
+        import stormgate.ddp
+        # A float16 model of elementwise ops (torch 1.13 has no CPU float16 matmul, and gloo
+        # cannot broadcast bfloat16 when DDP is built: the bfloat16 hook path is the same code).
+        # Over DDP's 1 MB first bucket, so that DDP splits it after the first pass.
+        class Half(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = torch.nn.Parameter(torch.randn(1000, 1000).half())
+                self.b = torch.nn.Parameter(torch.randn(1000).half())
+                self.c = torch.nn.Parameter(torch.randn(1000, 1000).half())
+
+            def forward(self, x):
+                return (x * self.a + self.b) * self.c
+        torch.manual_seed(0)
+        model = Half()
+        nparams = sum(p.numel() for p in model.parameters())
+        stub = Stub(2, 4 * nparams)  # a float32 peer pushes ones: every gradient becomes (g + 1) / 2
+        stormgate.ddp.make_local_group()
+        try:
+            ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.5)
+            client = stormgate.Client(port=stub.port, worker_index=0)
+            state = stormgate.ddp.register(ddp, client)
+            peer = stormgate.Client(port=stub.port, worker_index=1)
+            x = torch.randn(1000, 1000).half()
+            ref = Half()
+            for step in range(3):
+                t = threading.Thread(target=lambda: peer.allreduce(np.ones(nparams, dtype=np.float32)))
+                t.start()
+                ddp.zero_grad()
+                ddp(x).sum().backward()
+                t.join()
+                self.assertEqual(state.flat.dtype, torch.float16)
+                ref.load_state_dict(model.state_dict())
+                ref.zero_grad()
+                ref(x).sum().backward()
+                for p, q in zip(model.parameters(), ref.parameters()):
+                    self.assertEqual(p.grad.dtype, torch.float16)
+                    self.assertTrue(torch.equal(p.grad, ((q.grad.float() + 1) / 2).half()), "step %d" % step)
+            self.assertEqual(state.rounds_overlapped, 3)
+            self.assertGreater(state.buckets_seen, 3, "several buckets per pass")
+        finally:
+            dist.destroy_process_group()
+            pushed = stub.close()
+        self.assertEqual(pushed["f16"][1], 3 * nparams * 2, "the buckets went out as float16")
+        self.assertEqual(pushed["f32"][1], 3 * nparams * 4, "the peer's float32 pushes")
+
     def test_ddp_overlapping_hook_streams_each_bucket_into_the_round(self):
         import torch
         import stormgate.ddp
@@ -191,6 +362,68 @@ class TorchTest(unittest.TestCase):
         finally:
             dist.destroy_process_group()
             stub.close()
+
+
+@unittest.skipUnless(_cuda_available(), "CUDA not present (torch.cuda.is_available() is False): the pinned-staging "
+                     "path for GPU tensors is not exercised here")
+class CudaTest(unittest.TestCase):
+    def test_cuda_tensors_through_pinned_staging(self):
+        import torch
+        import stormgate
+        n = 7 * 450000  # several staging pieces (stormgate._CUDA_PIECE)
+        stub = Stub(2, 4 * n)
+        try:
+            cs = [stormgate.Client(port=stub.port, worker_index=i) for i in range(2)]
+            base = [torch.randn(n, device="cuda") for _ in range(2)]
+            pinned = []
+            for make in (lambda b: b.half(), lambda b: b.half(),
+                         lambda b: b.bfloat16().view(7, -1).t(),  # non-contiguous
+                         lambda b: b.clone()):
+                ts_ = [make(b) for b in base]
+                want = ((ts_[0].float() + ts_[1].float()) / 2).to(ts_[0].dtype)
+                th = [threading.Thread(target=c.allreduce, args=(t,)) for c, t in zip(cs, ts_)]
+                [t.start() for t in th]
+                [t.join() for t in th]
+                for t in ts_:
+                    self.assertTrue(t.is_cuda)
+                    self.assertTrue(torch.equal(t, want), t.dtype)
+                s = cs[0]._staging
+                self.assertTrue(s.is_pinned() and s.dtype == ts_[0].dtype, (s.is_pinned(), s.dtype))
+                pinned.append(s.data_ptr())
+            self.assertEqual(pinned[0], pinned[1], "the pinned buffer is reused while size and dtype stay")
+        finally:
+            pushed = stub.close()
+        self.assertEqual(pushed["f16"][1], 2 * 2 * n * 2)
+        self.assertEqual(pushed["bf16"][1], 2 * n * 2)
+        self.assertEqual(pushed["f32"][1], 2 * n * 4)
+
+    def test_ddp_hook_with_a_half_model_on_the_gpu(self):
+        import torch
+        import torch.distributed as dist
+        import stormgate.ddp
+        def make():
+            return torch.nn.Sequential(torch.nn.Linear(8, 300), torch.nn.ReLU(), torch.nn.Linear(300, 300)).cuda().half()
+        torch.manual_seed(0)
+        model = make()
+        nparams = sum(p.numel() for p in model.parameters())
+        stub = Stub(1, 4 * nparams)
+        stormgate.ddp.make_local_group()
+        try:
+            ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.1)
+            state = stormgate.ddp.register(ddp, stormgate.Client(port=stub.port, worker_index=0))
+            x = torch.randn(4, 8, device="cuda", dtype=torch.float16)
+            ddp(x).sum().backward()
+            self.assertTrue(state.flat.is_pinned() and state.flat.dtype == torch.float16)
+            ref = make()
+            ref.load_state_dict(model.state_dict())
+            ref(x).sum().backward()
+            for p, q in zip(model.parameters(), ref.parameters()):
+                self.assertTrue(torch.equal(p.grad, q.grad))  # one worker: its own gradient
+        finally:
+            dist.destroy_process_group()
+            pushed = stub.close()
+        self.assertEqual(pushed["f16"][1], nparams * 2)
+        self.assertEqual(pushed["f32"][0], 0)
 
 
 if __name__ == "__main__":

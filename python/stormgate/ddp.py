@@ -16,6 +16,14 @@ communication). DDP waits for the futures only at the end of backward, so neithe
 early. Every worker lays the buffer out in DDP's bucket order, which DDP keeps identical on
 every rank, so the same value sits at the same place everywhere.
 
+The round carries the buckets' dtype: float16 / bfloat16 buckets (a half or bfloat16 model,
+or DDP's reduced-precision buckets) go out as they are, half the bytes, and the result is
+rounded back into them; float32 buckets as float32. The dtype of a pass is that of its first
+bucket (a later bucket of another dtype is converted into it); a model whose trainable
+parameters mix dtypes goes out as float32 (lossless for the half ones); register(dtype=...)
+forces one. job.model_bytes stays 4 x the number of trainable parameters either way. Buckets
+on a GPU are staged through a pinned host buffer of the round's dtype.
+
 The process group is used by DDP itself (parameter broadcast at construction), never for
 gradients. With make_local_group() each worker can be a process group of its own (world
 size 1): then no process group spans the sites, and the workers start from the same seed.
@@ -30,12 +38,14 @@ __all__ = ["HookState", "stormgate_hook", "register", "make_local_group"]
 
 
 class HookState:
-    def __init__(self, client, floats=None, overlap=True):
+    def __init__(self, client, floats=None, overlap=True, dtype=None):
         self.client = client
         self.overlap = overlap
         self.floats = floats     # gradient values per round (trainable parameters); None: learnt
+        self.dtype = dtype       # the rounds' dtype; None: each pass's first bucket's
+        self.wire = None         # this pass's dtype
         self.pending = []        # (bucket buffer, future, offset) of this backward pass
-        self.flat = None         # float32 round buffer (pinned when the gradients live on a GPU)
+        self.flat = None         # round buffer of the pass's dtype (pinned when the gradients live on a GPU)
         self.round = None        # the PendingRound in flight (overlap)
         self.filled = 0          # values of this pass handed over so far
         self.streaming = False   # this pass streams into the round (overlap, decided at its first bucket)
@@ -44,11 +54,20 @@ class HookState:
         self.last_wait_seconds = 0.0  # how long the last pass waited for the round after its last bucket
         self.last_bucket_at = 0.0     # time.perf_counter() when DDP handed over the last bucket
 
-    def _buffer(self, n, device):
-        if self.flat is None or self.flat.numel() != n:
-            pin = device.type == "cuda"
-            self.flat = torch.empty(n, dtype=torch.float32, pin_memory=pin)
+    def _buffer(self, n, device, dtype):
+        pin = device.type == "cuda"
+        if self.flat is None or self.flat.numel() != n or self.flat.dtype != dtype or self.flat.is_pinned() != pin:
+            self.flat = torch.empty(n, dtype=dtype, pin_memory=pin)
         return self.flat
+
+
+_WIRE = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _pass_dtype(state, buf):
+    if state.dtype is not None:
+        return state.dtype
+    return buf.dtype if buf.dtype in _WIRE else torch.float32
 
 
 def _fail(pending, fut, err):
@@ -63,9 +82,10 @@ def stormgate_hook(state, bucket):
     state.buckets_seen += 1
     if not state.pending:  # the pass's first bucket
         state.filled = 0
+        state.wire = _pass_dtype(state, buf)
         state.streaming = state.overlap and state.floats is not None
         if state.streaming:  # the round starts now
-            state.round = state.client.allreduce_start(state._buffer(state.floats, buf.device))
+            state.round = state.client.allreduce_start(state._buffer(state.floats, buf.device, state.wire))
     off, k = state.filled, buf.numel()
     state.pending.append((buf, fut, off))  # each bucket's place in the round's buffer
     state.filled = off + k
@@ -86,7 +106,7 @@ def stormgate_hook(state, bucket):
     pending, rnd = state.pending, state.round
     state.pending, state.round = [], None
     if not state.streaming:  # gather every bucket now, then one round
-        flat = state._buffer(state.filled, buf.device)
+        flat = state._buffer(state.filled, buf.device, state.wire)
         for b, _, o in pending:
             flat[o:o + b.numel()].copy_(b.reshape(-1))
     t0 = state.last_bucket_at = time.perf_counter()
@@ -99,8 +119,11 @@ def stormgate_hook(state, bucket):
         return _fail(pending, fut, e)
     state.last_wait_seconds = time.perf_counter() - t0
     state.rounds_overlapped += state.streaming
-    for b, f, o in pending:
+    for b, _, o in pending:
         b.copy_(state.flat[o:o + b.numel()].view_as(b), non_blocking=b.is_cuda)
+    if buf.is_cuda:
+        torch.cuda.current_stream(buf.device).synchronize()  # the buckets final before DDP sees them
+    for b, f, _ in pending:
         f.set_result(b)
     return fut
 
@@ -114,12 +137,19 @@ def _end_failed(state, fut, err):
     return _fail(pending, fut, err)
 
 
-def register(ddp_model, client=None, overlap=True):
+def register(ddp_model, client=None, overlap=True, dtype=None):
     """Installs the hook on a DistributedDataParallel model; returns its state. overlap:
     stream each bucket into the round as backward produces it (default), or synchronise
-    after backward."""
-    floats = sum(p.numel() for p in ddp_model.module.parameters() if p.requires_grad)
-    state = HookState(client if client is not None else default_client(), floats=floats, overlap=overlap)
+    after backward. dtype: the rounds' dtype (torch.float32, float16 or bfloat16); None: the
+    buckets' own, float32 when the trainable parameters mix dtypes."""
+    params = [p for p in ddp_model.module.parameters() if p.requires_grad]
+    floats = sum(p.numel() for p in params)
+    if dtype is None and len({p.dtype for p in params}) > 1:
+        dtype = torch.float32
+    if dtype is not None and dtype not in _WIRE:
+        raise ValueError("stormgate.ddp: dtype must be torch.float32, float16 or bfloat16, got %s" % dtype)
+    state = HookState(client if client is not None else default_client(), floats=floats, overlap=overlap,
+                      dtype=dtype)
     ddp_model.register_comm_hook(state, stormgate_hook)
     return state
 
