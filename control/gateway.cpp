@@ -410,6 +410,12 @@ bool Gateway::stop() {
       std::snprintf(exact, sizeof exact, ", %llu results delivered to workers, worker waits timed out %llu, workers missing %llu, worker chunks missing %llu",
                     (unsigned long long)rc.worker_rounds.get(), (unsigned long long)rc.worker_timeouts.get(),
                     (unsigned long long)rc.workers_missing.get(), (unsigned long long)rc.worker_bubbles.get());
+    if (cfg_.sync.mode == config::SyncMode::kSelmcast)
+      std::printf("[%s] job %u (selmcast, staleness %u): other sites' updates mixed %.2f per round, stale updates "
+                  "refused %llu\n",
+                  cfg_.site.name.c_str(), cfg_.job.id, cfg_.sync.staleness,
+                  n ? static_cast<double>(rc.updates_mixed.get()) / static_cast<double>(n) : 0.0,
+                  (unsigned long long)rc.stale_updates.get());
     std::printf("[%s] job %u: %llu rounds of %llu bytes, mean round %.1f ms, early closes %llu, bubbles up %llu down %llu, "
                 "timeouts %llu, peers moved on %llu, retransmits %llu%s\n",
                 cfg_.site.name.c_str(), cfg_.job.id, (unsigned long long)n, (unsigned long long)cfg_.job.model_bytes,

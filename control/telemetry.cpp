@@ -120,6 +120,8 @@ int rounds_cb(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "worker_push_timeouts", c.worker_timeouts.get());
   rte_tel_data_add_dict_u64(d, "workers_missing", c.workers_missing.get());
   rte_tel_data_add_dict_u64(d, "worker_bubbles", c.worker_bubbles.get());
+  rte_tel_data_add_dict_u64(d, "updates_mixed", c.updates_mixed.get());
+  rte_tel_data_add_dict_u64(d, "stale_updates", c.stale_updates.get());
   rte_tel_data_add_dict_u64(d, "retransmits", c.retransmits.get());
   rte_tel_data_add_dict_u64(d, "values_checked", c.values_checked.get());
   rte_tel_data_add_dict_u64(d, "values_exact", c.values_exact.get());

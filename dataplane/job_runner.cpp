@@ -12,15 +12,6 @@
 #include "topology/fapt.h"
 
 namespace sg::dp {
-namespace {
-
-// Synthetic gradient of site index i in round r: a per-site offset plus a pattern shared by
-// all sites, so the exact mean is known at every site without talking.
-inline float synthetic(int i, uint32_t r, size_t k) {
-  return 0.5f * static_cast<float>(i + 1) + static_cast<float>((k * 7 + r) % 1000) * 1e-3f;
-}
-
-}  // namespace
 
 bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error) {
   // The controller's first plan: every gateway computes the same from the same configs.
@@ -53,14 +44,18 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   // Links compress as the policy's plan says (compression.mode always / adaptive).
   sc.wire_compression = cfg.compression.mode != config::CompressionMode::kOff;
   sc.topk_ratio = static_cast<float>(cfg.compression.topk_ratio);
-  sync_ = std::make_unique<sync::SiteSync>(sc);
   live_rounds_.store(cfg.job.rounds, std::memory_order_relaxed);
   live_timeout_ms_.store(cfg.job.round_timeout_ms, std::memory_order_relaxed);
   timeout_ms_ = cfg.job.round_timeout_ms;
-  sync_->set_plan(plan, policy_version);
+  if (cfg.sync.mode == config::SyncMode::kSelmcast) {
+    make_peer(plan);
+  } else {
+    sync_ = std::make_unique<sync::SiteSync>(sc);
+    sync_->set_plan(plan, policy_version);
+    sync_->set_sample_sink(this);
+    sync_->set_result_sink(this);
+  }
   tx_.sprayer().set_plan(plan, sites_, self_);
-  sync_->set_sample_sink(this);
-  sync_->set_result_sink(this);
   policy_ = policy_version;
   c_.policy_version.store(policy_version);
   local_.assign(cfg.job.model_bytes / 4, 0.0f);
@@ -213,7 +208,9 @@ void JobRunner::on_packet_st(std::span<const uint8_t> msg, Nanos now) {
   auto common = wire::parse_common(msg);
   if (group_ && common && common->src_node >= sync::kWorkerNodeBase) {
     group_->on_packet(msg, now, tx_);
-    feed_local_st(now);
+    if (!peer_) feed_local_st(now);
+  } else if (peer_) {
+    peer_->on_packet(msg, now, tx_);
   } else {
     sync_->on_packet(msg, now, tx_);
   }
@@ -367,13 +364,7 @@ void JobRunner::count_round_st(Nanos now) {
              static_cast<unsigned long>(s.timeouts), static_cast<unsigned long>(s.peers_moved_on));
   }
   if (group_) {
-    const auto& g = group_->stats();
-    c_.worker_timeouts.add(g.push_timeouts - group_timeouts_seen_);
-    c_.workers_missing.add(g.missing_workers - group_missing_seen_);
-    c_.worker_bubbles.add(g.push_bubbles - group_bubbles_seen_);
-    group_bubbles_seen_ = g.push_bubbles;
-    group_timeouts_seen_ = g.push_timeouts;
-    group_missing_seen_ = g.missing_workers;
+    count_group_st();
     // Every result chunk went to the workers as it became final; this ends the round
     // (anything the WAN round gave up on is sent as the site's own mean).
     delivered_ = group_->finish(round_, now, tx_);
@@ -381,11 +372,23 @@ void JobRunner::count_round_st(Nanos now) {
   }
 }
 
+// The site's workers' side of the round that ended: what LocalGroup counted since the last.
+void JobRunner::count_group_st() {
+  const auto& g = group_->stats();
+  c_.worker_timeouts.add(g.push_timeouts - group_timeouts_seen_);
+  c_.workers_missing.add(g.missing_workers - group_missing_seen_);
+  c_.worker_bubbles.add(g.push_bubbles - group_bubbles_seen_);
+  group_bubbles_seen_ = g.push_bubbles;
+  group_timeouts_seen_ = g.push_timeouts;
+  group_missing_seen_ = g.missing_workers;
+}
+
 void JobRunner::take_live_st(uint32_t round) {
   const uint32_t t = live_timeout_ms_.load(std::memory_order_relaxed);
   if (t == timeout_ms_) return;
   timeout_ms_ = t;
-  sync_->set_round_timeout(static_cast<Nanos>(t) * kMilli);
+  if (sync_) sync_->set_round_timeout(static_cast<Nanos>(t) * kMilli);
+  if (peer_) peer_->set_round_timeout(static_cast<Nanos>(t) * kMilli);
   if (role_.engine == 0)
     SG_LOG(INFO, dataplane, "job %u: round timeout %u ms from round %u (config reload)\n", cfg_.job.id, t, round);
 }
@@ -407,6 +410,7 @@ unsigned JobRunner::poll_st(Nanos now) {
     slot_->quiescent_st(role_.engine);  // no snapshot pointer is held across passes
   }
   if (lead_link_) return follow_st(now);
+  if (peer_) return peer_poll_st(now);
   if (finished()) {
     if (group_) group_->poll(now, tx_);  // results still on their way to the workers
     return 0;

@@ -27,6 +27,7 @@
 #include "dataplane/policy_slot.h"
 #include "measure/link_estimator.h"
 #include "sync/local_group.h"
+#include "sync/peer_sync.h"
 #include "sync/site_sync.h"
 #include "topology/plan.h"
 
@@ -44,9 +45,17 @@ struct RoundCounters {
   Counter worker_bubbles;    // chunks of a worker's push the site's mean went on without
   Counter gate_waits;  // passes where a round was ready but not yet approved
   Counter link_stray;  // engine messages for a round not running (engine_link.h)
+  Counter updates_mixed;  // sync.mode selmcast: other sites' updates mixed into this site's results
+  Counter stale_updates;  // selmcast: updates too old for sync.staleness, refused
   std::atomic<uint64_t> last_round{0}, last_round_ns{0}, policy_version{0}, switch_round{0};
   std::atomic<uint32_t> wanted_round{0};  // the round the lead waits to begin (gate closed)
 };
+
+// Synthetic gradient of site index i in round r (jobs without workers): a per-site offset plus
+// a pattern shared by all sites, so the exact mean is known at every site without talking.
+inline float synthetic(int i, uint32_t r, size_t k) {
+  return 0.5f * static_cast<float>(i + 1) + static_cast<float>((k * 7 + r) % 1000) * 1e-3f;
+}
 
 using controller::job_sites;
 using controller::site_uplinks;
@@ -74,7 +83,7 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   const ShardRole& role() const { return role_; }
   // This engine's SiteSync result buffer (its own shards' floats are valid once it reported
   // them) and, on the lead, the site's contribution buffer while workers push.
-  std::span<const float> result_view() const { return sync_->result(); }
+  std::span<const float> result_view() const { return sync_ ? sync_->result() : peer_->result(); }
   std::span<const float> local_view() const;
 
   // New policies come through `slot` (picked up at round boundaries); DATA arrival samples
@@ -114,18 +123,27 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   void on_result(size_t first, size_t count) override;
   void feed_local_st(Nanos now);
   void maybe_switch_policy_st(uint32_t next_round);
+  // sync.mode selmcast (job_runner_peer.cpp): PeerSync instead of SiteSync, one engine.
+  void make_peer(const topo::Plan& plan);
+  unsigned peer_poll_st(Nanos now);
+  void peer_count_st(Nanos now);
+  bool peer_switch_st(uint32_t next_round);
   unsigned lead_messages_st(Nanos now);
   unsigned follow_st(Nanos now);
   void begin_followers_st(uint32_t round, bool streaming);
   bool followers_done(uint32_t round) const;
   void count_round_st(Nanos now);
+  void count_group_st();
   uint32_t next_synthetic_round() const;
 
   const config::GatewayConfig& cfg_;
   LtpTx& tx_;
   std::vector<uint16_t> sites_;
   int self_ = 0;
-  std::unique_ptr<sync::SiteSync> sync_;
+  std::unique_ptr<sync::SiteSync> sync_;   // all-reduce mode
+  std::unique_ptr<sync::PeerSync> peer_;   // selmcast mode (then sync_ is null)
+  sync::PeerSyncStats peer_last_{};
+  bool peer_counted_ = true;
   std::unique_ptr<sync::LocalGroup> group_;  // job.workers > 0: the site's workers
   bool delivered_ = true;  // the last WAN round's result went to the workers (finish)
   Nanos now_ = 0;          // time of the call in progress (for SiteSync's result callbacks)

@@ -108,6 +108,19 @@ struct TopologyConfig {
 
 enum class CompressionMode : uint8_t { kOff, kAdaptive, kAlways };
 
+// How the sites synchronise: tree all-reduce (every site ends a round with the same mean), or
+// SelMCast's peer-to-peer rounds (each site multicasts its update to chosen receivers and
+// mixes what it got into its own result).
+enum class SyncMode : uint8_t { kAllreduce, kSelmcast };
+enum class ReceiverChoice : uint8_t { kSelmcast, kRandom, kBroadcast };
+
+struct SyncSection {
+  SyncMode mode = SyncMode::kAllreduce;
+  ReceiverChoice receivers = ReceiverChoice::kSelmcast;  // selmcast mode: how receivers are chosen
+  uint32_t p = 2;          // receivers per site at least (random: exactly)
+  uint32_t staleness = 0;  // 0: BSP; s: SSP, a site runs at most s rounds ahead of its senders
+};
+
 struct CompressionConfig {
   CompressionMode mode = CompressionMode::kAdaptive;
   CodecId codec = CodecId::kTopK;  // what "always" uses, and the strongest "adaptive" may pick
@@ -191,6 +204,7 @@ struct GatewayConfig {
   TransportConfig transport;
   TopologyConfig topology;
   CompressionConfig compression;
+  SyncSection sync;
   ControlConfig control;
   TelemetryConfig telemetry;
   DataplaneConfig dataplane;

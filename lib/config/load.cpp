@@ -127,6 +127,17 @@ void read_compression(MapReader& top, GatewayConfig& cfg) {
   r.integer("compute_ms_per_round", 0, 3600000, c.compute_ms_per_round);
 }
 
+void read_sync(MapReader& top, GatewayConfig& cfg) {
+  MapReader r(top.child("sync"), "sync", top.errors());
+  SyncSection& s = cfg.sync;
+  int m = r.choice("mode", {"allreduce", "selmcast"});
+  if (m >= 0) s.mode = static_cast<SyncMode>(m);
+  int c = r.choice("receivers", {"selmcast", "random", "broadcast"});
+  if (c >= 0) s.receivers = static_cast<ReceiverChoice>(c);
+  r.integer("p", 1, 1023, s.p);
+  r.integer("staleness", 0, 16, s.staleness);
+}
+
 void read_control(MapReader& top, GatewayConfig& cfg) {
   MapReader r(top.child("control"), "control", top.errors());
   r.integer("interval_ms", 1, 60000, cfg.control.interval_ms);
@@ -256,6 +267,7 @@ LoadResult load_config_text(const std::string& text, const std::string& source) 
     read_transport(top, cfg);
     read_topology(top, cfg);
     read_compression(top, cfg);
+    read_sync(top, cfg);
     read_control(top, cfg);
     read_telemetry(top, cfg);
     read_dataplane(top, cfg);

@@ -57,6 +57,20 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
                 "0 or less than job.round_timeout_ms (" + std::to_string(cfg.job.round_timeout_ms) +
                     "): the site must give up on a dead worker before its peers give up on the site",
                 std::to_string(cfg.job.worker_timeout_ms));
+  if (cfg.sync.mode == SyncMode::kSelmcast) {
+    if (cfg.peers.empty())
+      errs.add_at("sync.mode", "allreduce on a gateway without peers (selmcast multicasts to other sites)", "selmcast");
+    else if (cfg.sync.p > cfg.peers.size())
+      errs.add_at("sync.p", "at most the number of other sites (" + std::to_string(cfg.peers.size()) + ")",
+                  std::to_string(cfg.sync.p));
+    for (size_t i = 0; i < cfg.ports.size(); ++i)
+      if (cfg.ports[i].rx_queues > 1)
+        errs.add_at("ports[" + std::to_string(i) + "].rx_queues", "1 with sync.mode selmcast (the mode runs on one engine)",
+                    std::to_string(cfg.ports[i].rx_queues));
+    if (cfg.compression.mode != CompressionMode::kOff)
+      errs.add_at("compression.mode", "off with sync.mode selmcast (its updates travel in full precision)",
+                  cfg.compression.mode == CompressionMode::kAlways ? "always" : "adaptive");
+  }
   if (!cfg.job.token_file.empty() && cfg.job.workers == 0)
     errs.add_at("job.token_file", "only with job.workers > 0 (it admits the job's workers)", cfg.job.token_file);
   if (cfg.security.replay_window % 64 != 0)

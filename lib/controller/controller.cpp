@@ -40,6 +40,8 @@ ControllerConfig controller_config(const config::GatewayConfig& cfg) {
   c.min_interval = static_cast<Nanos>(cfg.topology.min_interval_ms) * kMilli;
   c.decide_every = static_cast<Nanos>(cfg.control.interval_ms) * kMilli;
   c.compression = cfg.compression;
+  c.sync = cfg.sync;
+  c.job = cfg.job.id;
   return c;
 }
 
@@ -58,7 +60,47 @@ topo::Plan Controller::initial_plan(std::string* error) const {
   // precision and lets the measurements decide.
   if (!plan.shards.empty() && cfg_.compression.mode == config::CompressionMode::kAlways)
     topo::set_tree_codecs(plan, cfg_.compression.codec);
+  if (!plan.shards.empty() && cfg_.sync.mode == config::SyncMode::kSelmcast)
+    plan.receivers = choose_receivers(blind_network(n_, cfg_.uplinks), receiver_settings());
   return plan;
+}
+
+ReceiverSettings Controller::receiver_settings() const {
+  ReceiverSettings r;
+  r.choice = cfg_.sync.receivers;
+  r.p = static_cast<int>(cfg_.sync.p);
+  r.staleness = static_cast<int>(cfg_.sync.staleness);
+  r.update_bytes = static_cast<double>(cfg_.plan.model_bytes);
+  r.seed = cfg_.job;
+  return r;
+}
+
+// Selmcast mode: new receivers when the measured view predicts a round shorter by
+// recompute_change (twice in a row, like new trees); random and broadcast never change.
+std::optional<topo::Plan> Controller::decide_receivers(const topo::Plan& current, const topo::Network& net) {
+  if (cfg_.sync.receivers != config::ReceiverChoice::kSelmcast) return std::nullopt;
+  topo::Plan cand = current;
+  cand.receivers = choose_receivers(net, receiver_settings());
+  if (cand.receivers == current.receivers || current.receivers.size() != cand.receivers.size()) return std::nullopt;
+  const ReceiverSettings rs = receiver_settings();
+  const double cur = receivers_round_time(net, rs, current.receivers);
+  const double next = receivers_round_time(net, rs, cand.receivers);
+  stats_.last_gain = next > 0 ? cur / next - 1.0 : 0.0;
+  if (stats_.last_gain <= cfg_.recompute_change) {
+    candidate_runs_ = 0;
+    return std::nullopt;
+  }
+  uint64_t sig = 1469598103934665603ull;
+  for (const auto& l : cand.receivers) {
+    for (topo::SiteId r : l) sig = (sig ^ r) * 1099511628211ull;
+    sig = (sig ^ 0xffff) * 1099511628211ull;
+  }
+  candidate_runs_ = sig == candidate_sig_ ? candidate_runs_ + 1 : 1;
+  candidate_sig_ = sig;
+  if (stats_.proposals > 0 && candidate_runs_ < cfg_.confirm_decisions) return std::nullopt;
+  if (topo::validate(cand) != topo::PlanError::kOk) return std::nullopt;
+  ++stats_.proposals;
+  return cand;
 }
 
 void Controller::on_row(const wire::MeasureRow& row, Nanos now) {
@@ -218,6 +260,7 @@ std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos no
   last_decision_ = now;
   ++stats_.replans_considered;
   const topo::Network net = view();
+  if (cfg_.sync.mode == config::SyncMode::kSelmcast) return decide_receivers(current, net);
   topo::Plan cand = build_plan(net, cfg_.plan);
   if (cand.shards.empty()) return std::nullopt;
   const double chunk = cfg_.plan.chunk_bytes;

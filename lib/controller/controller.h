@@ -26,6 +26,7 @@
 #include "config/config.h"
 #include "controller/link_codecs.h"
 #include "controller/planner.h"
+#include "controller/receivers.h"
 #include "measure/link_estimator.h"
 #include "topology/network.h"
 #include "topology/plan.h"
@@ -42,6 +43,10 @@ struct ControllerConfig {
   Nanos min_interval = kSecond;   // at most one proposal per interval
   Nanos decide_every = 0;         // the planning tick: decide() considers a replan at most this often
   config::CompressionConfig compression;
+  // sync.mode selmcast: plans carry each site's receivers (receivers.h) and the controller
+  // replans those, never the trees (which stay the blind ones, unused by that mode).
+  config::SyncSection sync;
+  uint32_t job = 1;  // seeds the random receivers every site draws alike
   std::vector<double> uplinks;    // configured bytes/s per site (<= 0: not known)
   // Links nobody measured yet: the median of the measured ones, else these.
   double prior_bytes_per_s = 125e6;
@@ -127,6 +132,8 @@ class Controller {
   uint32_t candidate_runs_ = 0;
   uint64_t rows_at_decision_ = 0;
   ControllerStats stats_;
+  std::optional<topo::Plan> decide_receivers(const topo::Plan& current, const topo::Network& net);
+  ReceiverSettings receiver_settings() const;
 };
 
 // A site's row from its estimator: every link k -> self, with the latest recent probe of each.

@@ -47,6 +47,7 @@ PeerSync::PeerSync(const PeerSyncConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {
   slot_from_.assign(window * n, 0);
   outs_.resize(n);
   ended_.assign(n, 0);
+  stale_round_.assign(n, 0);
   mixed_from_.assign(n, 0);
   result_.assign(cfg_.model_floats, 0.0f);
   counts_.assign(chunks_, 0);
@@ -292,6 +293,15 @@ void PeerSync::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSin
   auto common = wire::parse_common(msg);
   if (!common) return;
   if (common->type == wire::MsgType::kData) {
+    // An update of a round older than the bound that never ended here: it comes too late to
+    // be used (the receiver refuses it as stale). Counted once per sender and round.
+    if (auto d = wire::parse_data(msg); d && d->f.round < floor_ && d->f.job == cfg_.job) {
+      const int src = index_of(d->f.src_node);
+      if (src >= 0 && src != self_ && ended_[src] <= d->f.round && stale_round_[src] != d->f.round + 1) {
+        stale_round_[src] = d->f.round + 1;
+        ++stats_.stale_updates;
+      }
+    }
     receiver_->on_packet(msg, now, *this, tx);
   } else {
     const int p = index_of(common->src_node);

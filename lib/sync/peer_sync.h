@@ -42,6 +42,7 @@
 #include "ltp/delivery_rate_controller.h"
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
+#include "sync/site_sync.h"  // SampleSink
 #include "topology/selmcast.h"
 
 namespace sg::sync {
@@ -76,7 +77,8 @@ struct PeerSyncStats {
   uint64_t updates_sent = 0;       // transfers started
   uint64_t updates_mixed = 0;      // received updates (transfers) that ended here and were mixed
   uint64_t chunks_mixed = 0;       // received chunks mixed into results
-  uint64_t stale_chunks = 0;       // received too late for the staleness bound: dropped
+  uint64_t stale_updates = 0;      // updates that came too late for the staleness bound (refused)
+  uint64_t stale_chunks = 0;       // chunks of them already held when the bound passed: dropped
   uint64_t bubbles = 0;            // received chunks that never arrived (Early Close, timeout)
   uint64_t early_closes = 0;
   uint64_t timeouts = 0;           // rounds ended by round_timeout
@@ -105,6 +107,8 @@ class PeerSync final : private ltp::ReceiverSink {
   void on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSink& tx);
   Nanos poll(Nanos now, ltp::PacketSink& tx);
 
+  // Between rounds (a config reload): the timeout of the rounds begun from now on.
+  void set_round_timeout(Nanos t) { cfg_.round_timeout = t; }
   bool running() const { return running_; }
   bool round_done() const { return done_; }
   uint32_t round() const { return round_; }
@@ -112,9 +116,13 @@ class PeerSync final : private ltp::ReceiverSink {
   std::span<const float> result() const { return {result_.data(), result_.size()}; }
   // Received updates mixed into the last result (whole or in part): its p.
   uint32_t last_mixed() const { return last_mixed_; }
+  // Per site index: some of its update went into the last result.
+  std::span<const uint8_t> mixed_from() const { return mixed_from_; }
   Nanos round_started() const { return started_; }
   Nanos round_finished() const { return finished_; }
   const PeerSyncStats& stats() const { return stats_; }
+  // Per DATA arrival, for the passive throughput estimator (as SiteSync).
+  void set_sample_sink(SampleSink* s) { samples_ = s; }
   const ltp::Receiver& receiver() const { return *receiver_; }
   uint32_t chunk_count() const { return chunks_; }
   // Delivery rate the send to site `peer` measured (bytes/s; 0 before its first ACKs): what
@@ -141,6 +149,9 @@ class PeerSync final : private ltp::ReceiverSink {
   void on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) override;
   void on_bubble(const ltp::ChunkRef& c, ltp::FillRule rule) override;
   void on_transfer_end(const ltp::TransferSummary& s) override;
+  void on_sample(const ltp::ArrivalSample& s) override {
+    if (samples_) samples_->on_sample(s);
+  }
   bool inputs_ready() const;
   void finish(Nanos now, ltp::PacketSink& tx);
 
@@ -157,10 +168,12 @@ class PeerSync final : private ltp::ReceiverSink {
   std::vector<uint8_t> slot_from_;        // [slot * sites + site]: the slot holds chunks of that site
   std::vector<uint32_t> counts_;          // per chunk: copies in the mix being made
   std::vector<uint32_t> ended_;           // per site: newest round whose update to us ended (+1; 0 none)
+  std::vector<uint32_t> stale_round_;     // per site: last stale update counted (+1)
   std::vector<uint8_t> mixed_from_;       // per site: an update of it was mixed this round
   std::vector<float> result_;
   std::span<const float> update_;
   Rng rng_;
+  SampleSink* samples_ = nullptr;
   PeerSyncStats stats_;
   uint32_t round_ = 0;
   uint32_t mixed_through_ = 0;  // last round mixed (0: none yet)

@@ -17,6 +17,7 @@ std::string_view plan_error_name(PlanError e) {
     case PlanError::kBadTree: return "shard tree is not a tree";
     case PlanError::kBadSplit: return "bad multipath split";
     case PlanError::kBadCodec: return "bad link codec";
+    case PlanError::kBadReceivers: return "bad multicast receivers";
   }
   return "unknown";
 }
@@ -97,6 +98,17 @@ PlanError validate(const Plan& plan) {
     if (!codec_id_valid(static_cast<uint8_t>(c.codec))) return PlanError::kBadCodec;
   }
   if (has_duplicate_link(plan.codecs)) return PlanError::kBadCodec;
+  if (!plan.receivers.empty()) {
+    if (static_cast<int>(plan.receivers.size()) != n) return PlanError::kBadReceivers;
+    std::vector<uint8_t> seen(n, 0);
+    for (int i = 0; i < n; ++i) {
+      std::fill(seen.begin(), seen.end(), 0);
+      for (SiteId r : plan.receivers[i]) {
+        if (r >= n || r == i || seen[r]) return PlanError::kBadReceivers;
+        seen[r] = 1;
+      }
+    }
+  }
   return PlanError::kOk;
 }
 

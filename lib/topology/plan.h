@@ -9,6 +9,10 @@
 //             proportion to the weights (direct_weight for the link itself).
 //   codecs  — the compression setting of each directed link; links not listed use kF32.
 //             The compression policy owns these values; the planner leaves them empty.
+//   receivers — peer-to-peer mode (SelMCast) only: receivers[i] lists the sites site i
+//             multicasts its update to; empty in all-reduce mode. The trees stay valid
+//             either way (the one-shard star every site can compute), so the rest of the
+//             protocol does not care which mode a plan is for.
 #pragma once
 
 #include <cstdint>
@@ -61,6 +65,7 @@ struct Plan {
   std::vector<ShardTree> shards;
   std::vector<LinkSplit> splits;
   std::vector<LinkCodec> codecs;
+  std::vector<std::vector<SiteId>> receivers;  // empty, or one list per site
 
   const LinkSplit* split_for(int from, int to) const {
     for (const LinkSplit& s : splits)
@@ -86,6 +91,7 @@ enum class PlanError : uint8_t {
   kBadTree,          // parent out of range, root with a parent, cycle, or unreachable site
   kBadSplit,         // unknown site, self link, relay on an endpoint, duplicate, zero weight
   kBadCodec,         // unknown codec id, unknown site, self link or duplicate entry
+  kBadReceivers,     // not one list per site, or a list naming its own site, an unknown one, or one twice
 };
 std::string_view plan_error_name(PlanError e);
 

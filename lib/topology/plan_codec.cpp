@@ -18,6 +18,8 @@ size_t encoded_size(const Plan& plan) {
   size += plan.shards.size() * (kShardFixed + 2 * static_cast<size_t>(plan.num_sites));
   for (const LinkSplit& s : plan.splits) size += kSplitFixed + kRelayBytes * s.relays.size();
   size += plan.codecs.size() * kCodecBytes;
+  size += 2;
+  for (const auto& l : plan.receivers) size += 2 + 2 * l.size();
   return size;
 }
 
@@ -52,6 +54,12 @@ PlanError encode(const Plan& plan, std::vector<uint8_t>& out) {
     w.be<uint16_t>(c.from);
     w.be<uint16_t>(c.to);
     w.u8(static_cast<uint8_t>(c.codec));
+  }
+  // Receivers: a count of lists (0 or num_sites), then each list's length and sites.
+  w.be<uint16_t>(static_cast<uint16_t>(plan.receivers.size()));
+  for (const auto& l : plan.receivers) {
+    w.be<uint16_t>(static_cast<uint16_t>(l.size()));
+    for (SiteId r : l) w.be<uint16_t>(r);
   }
   return PlanError::kOk;
 }
@@ -107,6 +115,19 @@ PlanError decode(std::span<const uint8_t> bytes, Plan& plan) {
     const uint8_t raw = r.u8();
     if (r.ok() && !codec_id_valid(raw)) return PlanError::kBadCodec;
     c.codec = static_cast<CodecId>(raw);
+  }
+  const size_t lists = r.be<uint16_t>();
+  if (!r.ok()) return PlanError::kTruncated;
+  if (lists != 0 && lists != n) return PlanError::kBadReceivers;
+  if (lists * 2 > r.left()) return PlanError::kTruncated;
+  plan.receivers.resize(lists);
+  for (auto& l : plan.receivers) {
+    const size_t k = r.be<uint16_t>();
+    if (!r.ok()) return PlanError::kTruncated;
+    if (k >= n) return PlanError::kBadReceivers;
+    if (k * 2 > r.left()) return PlanError::kTruncated;
+    l.resize(k);
+    for (SiteId& v : l) v = r.be<uint16_t>();
   }
   if (!r.ok()) return PlanError::kTruncated;
   if (r.left() != 0) return PlanError::kTrailingBytes;

@@ -17,7 +17,7 @@
 
 namespace sg::topo {
 
-inline constexpr uint8_t kPlanFormat = 1;
+inline constexpr uint8_t kPlanFormat = 2;  // 2: receivers after the codecs
 inline constexpr size_t kPlanHeaderBytes = 4 + 1 + 1 + 2 + 8 + 2 + 4 + 4;
 
 // Exact encoded size of `plan`, so a caller can size its buffer up front.

@@ -6,6 +6,8 @@
 #                              the kernel-routed links (the global mean)
 #   testbed_test.sh stormgate  the real gateways on net_af_packet (the global mean)
 #   testbed_test.sh stormgate2 the same with two engines per gateway (shards split over them)
+#   testbed_test.sh selmcast   sync.mode selmcast (BSP, then SSP): each site's workers get the
+#                              mean of their site's and some other sites' means
 # Skipped (exit 77) without root or network namespaces.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -27,6 +29,13 @@ run() {  # run GATEWAY BACKEND EXPECT [TESTBED OPTIONS...]
   cat "$OUT/$gw-$backend.json"; echo
 }
 
+run_mix() {  # the selmcast runs: sync_bench with the extra arguments in BENCH_MIX
+  local saved=$BENCH
+  BENCH=$BENCH_MIX
+  run stormgate stormgate mix --config-extra "$OUT/selmcast.yaml"
+  BENCH=$saved
+}
+
 case "$KIND" in
   stub)
     run stub stormgate site
@@ -38,7 +47,15 @@ case "$KIND" in
   stormgate2)
     run stormgate stormgate global --engines 2
     ;;
-  *) echo "usage: testbed_test.sh stub|stormgate|stormgate2"; exit 2 ;;
+  selmcast)
+    # BSP: every value mixes in at least one other site. SSP may end a round before a slower
+    # sender's next update arrived (the bound allows it): values may be the site's own mean.
+    for s in 0 1; do
+      printf 'sync: {mode: selmcast, p: 1, staleness: %s}\ncompression: {mode: off}\n' "$s" > "$OUT/selmcast.yaml"
+      BENCH_MIX="$BENCH --bubbles $s" run_mix
+    done
+    ;;
+  *) echo "usage: testbed_test.sh stub|stormgate|stormgate2|selmcast"; exit 2 ;;
 esac
 # Nothing of ours is left behind.
 if ip netns list | grep -q '^sg-'; then

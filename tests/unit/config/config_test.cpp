@@ -490,3 +490,32 @@ TEST(ConfigDocs, EveryKeyTheLoaderReadsIsDocumentedAndNoOther) {
 
 }  // namespace
 }  // namespace sg::config
+
+namespace sg::config {
+namespace {
+
+TEST(ConfigSync, SelmcastLoadsAndWhatItCannotServeIsRefused) {
+  std::string ok = std::string(kMinimal) + "sync: {mode: selmcast, receivers: random, p: 1, staleness: 2}\n"
+                                           "compression: {mode: off}\n";
+  LoadResult r = load_keyed(ok, "t.yaml");
+  ASSERT_TRUE(r.config) << all_errors(r);
+  EXPECT_EQ(r.config->sync.mode, SyncMode::kSelmcast);
+  EXPECT_EQ(r.config->sync.receivers, ReceiverChoice::kRandom);
+  EXPECT_EQ(r.config->sync.staleness, 2u);
+  // Compression left at its default (adaptive): the mode sends full precision only.
+  ConfigError e = one_error(std::string(kMinimal) + "sync: {mode: selmcast, p: 1}\n");
+  EXPECT_EQ(e.key_path, "compression.mode");
+  // More receivers than other sites.
+  e = one_error(std::string(kMinimal) + "sync: {mode: selmcast, p: 2}\ncompression: {mode: off}\n");
+  EXPECT_EQ(e.key_path, "sync.p");
+  // More than one engine.
+  std::string two = ok;
+  two.replace(two.find("    ipv4: 10.0.0.1"), 0, "    rx_queues: 2\n");
+  e = one_error(two);
+  EXPECT_EQ(e.key_path, "ports[0].rx_queues");
+  e = one_error(std::string(kMinimal) + "sync: {mode: gossip}\n");
+  EXPECT_EQ(e.key_path, "sync.mode");
+}
+
+}  // namespace
+}  // namespace sg::config

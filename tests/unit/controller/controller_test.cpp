@@ -84,6 +84,42 @@ TEST(Controller, AMuchSlowerLinkTriggersAReplanThatAvoidsIt) {
   EXPECT_EQ(next->shards.size(), 4u) << "spread to topology.shards";
 }
 
+// sync.mode selmcast: the plan carries receivers; a slow link out of site 1 makes the
+// controller move site 1's update off it, and random / broadcast never change.
+TEST(Controller, SelmcastReceiversAvoidASlowLinkAndBaselinesStayPut) {
+  ControllerConfig cfg = config();
+  cfg.sync.mode = config::SyncMode::kSelmcast;
+  cfg.sync.p = 1;
+  cfg.uplinks.assign(kSites, kGbit);  // known uplinks: extra receivers share them
+  Controller c(cfg);
+  const topo::Plan first = c.initial_plan();
+  ASSERT_EQ(first.receivers.size(), static_cast<size_t>(kSites));
+  EXPECT_EQ(topo::validate(first), topo::PlanError::kOk);
+  for (const auto& l : first.receivers) EXPECT_GE(l.size(), 1u);
+  // Every link is fast except those out of site 1 to everybody but site 3.
+  for (int s = 0; s < kSites; ++s) c.on_row(row(s, kGbit, s == 3 ? std::vector<std::pair<int, double>>{} : std::vector<std::pair<int, double>>{{1, kGbit / 100}}), 10 * kSecond);
+  std::optional<topo::Plan> next;
+  for (int k = 0; k < 3 && !next; ++k) {
+    for (int s = 0; s < kSites; ++s) c.on_row(row(s, kGbit, s == 3 ? std::vector<std::pair<int, double>>{} : std::vector<std::pair<int, double>>{{1, kGbit / 100}}), (10 + 2 * k) * kSecond);
+    next = c.decide(first, (10 + 2 * k) * kSecond);
+  }
+  ASSERT_NE(first.receivers[1], std::vector<topo::SiteId>{3}) << "blind, site 1 picks the lowest index";
+  ASSERT_TRUE(next) << "a selection that avoids the slow links predicts a much shorter round";
+  EXPECT_EQ(next->receivers[1], std::vector<topo::SiteId>{3});
+  EXPECT_EQ(next->shards.size(), first.shards.size()) << "the trees stay as they were";
+  for (auto choice : {config::ReceiverChoice::kRandom, config::ReceiverChoice::kBroadcast}) {
+    cfg.sync.receivers = choice;
+    Controller b(cfg);
+    const topo::Plan f = b.initial_plan();
+    EXPECT_EQ(f.receivers, Controller(cfg).initial_plan().receivers) << "every site computes the same";
+    for (const auto& l : f.receivers) EXPECT_EQ(l.size(), choice == config::ReceiverChoice::kRandom ? 1u : kSites - 1u);
+    for (int k = 0; k < 3; ++k) {
+      for (int s = 0; s < kSites; ++s) b.on_row(row(s, kGbit, {{1, kGbit / 100}}), (10 + 2 * k) * kSecond);
+      EXPECT_FALSE(b.decide(f, (10 + 2 * k) * kSecond));
+    }
+  }
+}
+
 TEST(Controller, MinIntervalAndFreshRowsGateDecisions) {
   Controller c(config());
   const topo::Plan first = c.initial_plan();

@@ -126,6 +126,7 @@ TEST(PeerSync, BspMixIsOwnUpdateAndEverySelectedSendersMean) {
     EXPECT_EQ(s->stats().updates_sent, 6u);
     EXPECT_EQ(s->stats().updates_mixed, 6u);
     EXPECT_EQ(s->stats().stale_chunks, 0u);
+    EXPECT_EQ(s->stats().stale_updates, 0u);
     EXPECT_EQ(s->stats().timeouts, 0u);
   }
 }
@@ -222,6 +223,7 @@ TEST(PeerSync, UpdatesOlderThanTheBoundAreDroppedAndCounted) {
   ASSERT_TRUE(p.sites[1]->begin_round(1, p.update[1], p.net.now_, *p.ports[1]));
   ASSERT_TRUE(p.run_until(kSecond, [&] { return p.sites[1]->round_done(); }));
   EXPECT_GT(p.sites[0]->receiver().stats().stale_round, 0u) << "site 1's round-1 update was refused as stale";
+  EXPECT_EQ(p.sites[0]->stats().stale_updates, 1u) << "counted once";
   EXPECT_EQ(p.sites[0]->stats().updates_mixed, 0u);
   // Site 0's next round mixes nothing of round 1 either.
   p.fill(0, 4);

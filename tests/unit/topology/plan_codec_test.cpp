@@ -18,7 +18,7 @@ Plan sample_plan() {
 
 bool same(const Plan& a, const Plan& b) {
   if (a.num_sites != b.num_sites || a.model_bytes != b.model_bytes || a.shards.size() != b.shards.size() ||
-      a.splits.size() != b.splits.size() || a.codecs.size() != b.codecs.size())
+      a.splits.size() != b.splits.size() || a.codecs.size() != b.codecs.size() || a.receivers != b.receivers)
     return false;
   for (size_t i = 0; i < a.shards.size(); ++i)
     if (a.shards[i].root != b.shards[i].root || a.shards[i].byte_begin != b.shards[i].byte_begin ||
@@ -50,6 +50,27 @@ TEST(PlanCodec, RoundTripsAndSizeIsExact) {
   EXPECT_EQ(back.codec_for(0, 1), CodecId::kF32);  // unlisted links are uncompressed
 }
 
+TEST(PlanCodec, MulticastReceiversRoundTripAndAreChecked) {
+  Plan p = sample_plan();
+  p.receivers = {{1, 2}, {2}, {0, 1, 3}, {0}};
+  std::vector<uint8_t> bytes;
+  ASSERT_EQ(encode(p, bytes), PlanError::kOk);
+  EXPECT_EQ(bytes.size(), encoded_size(p));
+  Plan back;
+  ASSERT_EQ(decode(bytes, back), PlanError::kOk);
+  EXPECT_EQ(back.receivers, p.receivers);
+  for (size_t len = 0; len < bytes.size(); ++len)
+    EXPECT_EQ(decode(std::span(bytes.data(), len), back), PlanError::kTruncated) << len;
+  // The last list names its own site (3): refused on decode.
+  bytes.back() = 3;
+  EXPECT_EQ(decode(bytes, back), PlanError::kBadReceivers);
+  for (auto bad : std::vector<std::vector<std::vector<SiteId>>>{{{1}, {0}}, {{0}, {0}, {0}, {0}}, {{1, 1}, {0}, {0}, {0}},
+                                                                 {{4}, {0}, {0}, {0}}}) {
+    p.receivers = bad;
+    EXPECT_EQ(validate(p), PlanError::kBadReceivers);
+  }
+}
+
 TEST(PlanCodec, EveryTruncationIsReportedAsTruncated) {
   std::vector<uint8_t> bytes;
   ASSERT_EQ(encode(sample_plan(), bytes), PlanError::kOk);
@@ -67,7 +88,7 @@ TEST(PlanCodec, HeaderErrorsAreTyped) {
   b[0] = 'X';
   EXPECT_EQ(decode(b, out), PlanError::kBadMagic);
   b = good;
-  b[4] = 2;  // format version
+  b[4] = kPlanFormat + 1;  // format version
   EXPECT_EQ(decode(b, out), PlanError::kBadVersion);
   b = good;
   b.push_back(0);
@@ -102,9 +123,9 @@ TEST(PlanCodec, SemanticErrorsAreTyped) {
   const size_t split0 = kPlanHeaderBytes + 2 * (10 + 2 * 4);
   b[split0 + 7 + 1] = 1;
   EXPECT_EQ(decode(b, out), PlanError::kBadSplit);
-  // Unknown codec id on the last entry.
+  // Unknown codec id on the last entry (before the empty receivers count).
   enc_raw(sample_plan());
-  b.back() = 99;
+  b[b.size() - 3] = 99;
   EXPECT_EQ(decode(b, out), PlanError::kBadCodec);
   // Too many relays in the count byte.
   enc_raw(sample_plan());
