@@ -33,6 +33,8 @@ def main():
     ap.add_argument("--expect", choices=["global", "site", "mix"], default="global",
                     help="site: the testbed's stub gateways return each site's own mean; mix: sync.mode "
                          "selmcast, each value the mean of this site's mean and some other sites' means")
+    ap.add_argument("--copies", type=int, default=1,
+                    help="--expect mix: updates of one other site a mix may hold (SSP: staleness + 2)")
     ap.add_argument("--bubbles", type=float, default=0.0,
                     help="over a lossy WAN Early Close may leave this fraction of values a mean over the "
                          "sites whose chunk arrived (bubbles): more is an error; 0: every value exact")
@@ -49,9 +51,12 @@ def main():
     sites = world // w
     site_mean = [s * w + 1 + (w - 1) / 2.0 for s in range(sites)]
     own = rank // w
-    # selmcast: the mean of this site's mean and any subset of the others'.
-    mixes = sorted({(site_mean[own] + sum(site_mean[o] for o in range(sites) if m >> o & 1)) / (1 + bin(m).count("1"))
-                    for m in range(1 << sites) if not m >> own & 1})
+    # selmcast: the mean of this site's mean and the others' (each up to `copies` times: under
+    # SSP a sender running ahead may deliver updates of two rounds before one mix).
+    import itertools
+    others = [o for o in range(sites) if o != own]
+    mixes = sorted({(site_mean[own] + sum(k * site_mean[o] for k, o in zip(ks, others))) / (1 + sum(ks))
+                    for ks in itertools.product(range(a.copies + 1), repeat=len(others))})
     times, inexact = [], []
     if a.backend == "stormgate":
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -161,9 +161,16 @@ def run_worker(a):
     if a.backend != "stormgate":
         dist.barrier()
         dist.destroy_process_group()
+    res = {"backend": a.backend, "world": world, "epochs": epochs, "total_s": total}
     if rank == 0 and a.out:
         with open(a.out, "w") as f:
-            json.dump({"backend": a.backend, "world": world, "epochs": epochs, "total_s": total}, f)
+            json.dump(res, f)
+    # Each site's first worker reports its site's replica too (sync.mode selmcast: the sites'
+    # models differ).
+    w = int(os.environ.get("SG_TB_WORKERS", "1"))
+    if a.out and rank % w == 0:
+        with open("%s.site%d" % (a.out, rank // w), "w") as f:
+            json.dump(res, f)
     return 0
 
 

@@ -52,7 +52,7 @@ case "$KIND" in
     # sender's next update arrived (the bound allows it): values may be the site's own mean.
     for s in 0 1; do
       printf 'sync: {mode: selmcast, p: 1, staleness: %s}\ncompression: {mode: off}\n' "$s" > "$OUT/selmcast.yaml"
-      BENCH_MIX="$BENCH --bubbles $s" run_mix
+      BENCH_MIX="$BENCH --bubbles $s --copies $((s ? s + 2 : 1))" run_mix
     done
     ;;
   *) echo "usage: testbed_test.sh stub|stormgate|stormgate2|selmcast"; exit 2 ;;
