@@ -59,7 +59,8 @@ struct Cluster {
   std::vector<uint64_t> sent_to;
   int n;
 
-  Cluster(int sites, bool probes = false, uint64_t model = 64ull << 20, uint16_t shards = 4) : n(sites) {
+  Cluster(int sites, bool probes = false, uint64_t model = 64ull << 20, uint16_t shards = 4, bool selmcast = false)
+      : n(sites) {
     sent_to.assign(static_cast<size_t>(sites), 0);
     net.busy_until.assign(64 * 64, 0);
     for (int i = 0; i < sites; ++i) sinks.push_back(std::make_unique<Sink>(net, i));
@@ -71,6 +72,10 @@ struct Cluster {
     base.controller.plan.multipath = false;
     base.controller.min_interval = 100 * kMilli;
     base.controller.compression.mode = config::CompressionMode::kOff;
+    if (selmcast) {
+      base.controller.sync.mode = config::SyncMode::kSelmcast;
+      base.controller.sync.p = 1;
+    }
     for (int i = 0; i < sites; ++i) base.nodes.push_back(static_cast<uint16_t>(i + 1));
     base.row_every_rounds = 1;
     base.switch_rounds_ahead = 2;
@@ -153,6 +158,36 @@ TEST(ControlPlane, EverySiteSwitchesAtTheSameRound) {
     ASSERT_EQ(a.shards.size(), b.shards.size());
     for (size_t s = 0; s < a.shards.size(); ++s) EXPECT_EQ(a.shards[s].parent, b.shards[s].parent);
   }
+}
+
+// sync.mode selmcast: new receivers (links into site 0 turned slow) reach every site, which all
+// take them from the same round.
+TEST(ControlPlane, EverySiteTakesTheNewReceiversAtTheSameRound) {
+  Cluster c(4, false, 64ull << 20, 4, /*selmcast=*/true);
+  const auto first = c.planes[0]->current_plan().receivers;
+  ASSERT_EQ(first.size(), 4u);
+  std::vector<std::vector<std::vector<topo::SiteId>>> at(4 * 20);
+  uint32_t completed = 0;
+  for (uint32_t r = 1; r <= 12; ++r) {
+    for (int i = 0; i < 4; ++i) {
+      auto a = c.planes[i]->begin_round(r);
+      for (int k = 0; !a && k < 200; ++k) {
+        c.run(1 * kMilli, completed);
+        a = c.planes[i]->begin_round(r);
+      }
+      ASSERT_TRUE(a) << "site " << i << " round " << r << " never approved";
+      at[r * 4 + i] = a->plan->receivers;
+    }
+    if (r == 2) c.measure(kGbit, {1, 2, 3}, kGbit / 100);
+    completed = r;
+    c.run(50 * kMilli, completed);
+  }
+  for (uint32_t r = 1; r <= 12; ++r)
+    for (int i = 1; i < 4; ++i) EXPECT_EQ(at[r * 4 + i], at[r * 4]) << "round " << r << " site " << i;
+  const auto& last = at[12 * 4];
+  EXPECT_NE(last, first) << "the receivers changed";
+  for (int i = 1; i < 4; ++i)
+    EXPECT_EQ(std::count(last[i].begin(), last[i].end(), 0), 0) << "site " << i << " no longer sends over its slow link";
 }
 
 TEST(ControlPlane, PlansLargerThanOneControlMessageTravelInFragments) {
