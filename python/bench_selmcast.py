@@ -8,9 +8,11 @@ Three parts, one JSON line:
            WAN profile (3 sites, uneven pair rates), p = 1: rounds of 4 MB updates with
            `receivers: selmcast` against `receivers: random`, alternated (round time as the
            workers see it, updates mixed per round from the gateways' summaries), under BSP and
-           SSP (staleness 2); and the digits task trained in selmcast mode against all-reduce
-           on the same testbed: every site's replica's accuracy after the same epochs
-           (acc_gap_vs_allreduce_pct_points: all-reduce's accuracy minus the worst site's)."""
+           SSP (staleness 2); and the digits task trained in selmcast mode (gossip: workers
+           send their parameters after each local step and take the site's mix) against
+           all-reduce of gradients on the same testbed: every site's replica's accuracy after
+           the same epochs (acc_gap_vs_allreduce_pct_points: all-reduce's accuracy minus the
+           worst site's)."""
 import argparse
 import glob
 import json
@@ -70,10 +72,12 @@ def sync_run(tmp, receivers, staleness, rounds, warmup):
             shutil.rmtree(logs, ignore_errors=True)
 
 
-def train(tmp, label, config_extra, epochs, seed):
-    """Digits on the testbed; returns every site's final accuracy."""
+def train(tmp, label, config_extra, epochs, seed, sync="grads"):
+    """Digits on the testbed; returns every site's final accuracy. sync params: gossip averaging
+    (the SelMCast setting: workers send their parameters after a local step)."""
     ns = argparse.Namespace(sites=3, workers=2, rates="", rotate=0, epochs=epochs, batch=16, hidden=128, lr=0.05,
-                            seed=seed, timeout=120.0, config_extra=config_extra, quiet=True, model="mlp", wan=WAN)
+                            seed=seed, timeout=120.0, config_extra=config_extra, quiet=True, model="mlp", wan=WAN,
+                            sync=sync)
     out = os.path.join(tmp, "%s-%d.json" % (label, seed))
     train_digits.testbed_run(ns, "stormgate", "stormgate", out, os.path.join(tmp, "%s.progress" % label), label)
     accs = []
@@ -121,7 +125,7 @@ def main():
         base = train(tmp, "allreduce", extra(tmp, "-", 0, mode="allreduce"), epochs, 1)[0]
         print("  all-reduce: accuracy %.4f" % base, flush=True)
         for s, suffix in ((0, ""), (2, "_ssp")):
-            accs = train(tmp, "selmcast-%d" % s, extra(tmp, "selmcast", s), epochs, 1)
+            accs = train(tmp, "selmcast-%d" % s, extra(tmp, "selmcast", s), epochs, 1, sync="params")
             print("  selmcast staleness %d: site accuracies %s" % (s, " ".join("%.4f" % x for x in accs)), flush=True)
             line["acc_gap_vs_allreduce_pct_points" + suffix] = round(100 * (base - min(accs)), 3)
         line["testbed_epochs"] = epochs

@@ -144,6 +144,20 @@ def run_worker(a):
         for s in range(steps):
             idx = order[s * a.batch:(s + 1) * a.batch]
             losses.append(step_grad(model, loss_fn, xs[idx], ys[idx]))
+            if a.sync == "params":
+                # Gossip averaging (sync.mode selmcast): a local step, then the parameters
+                # become the mix the gateway hands back.
+                opt.step()
+                with torch.no_grad():
+                    flat = torch.cat([p.reshape(-1) for p in model.parameters()])
+                    t0 = time.perf_counter()
+                    sync(flat)
+                    sync_s.append(time.perf_counter() - t0)
+                    off = 0
+                    for p in model.parameters():
+                        p.copy_(flat[off:off + p.numel()].view_as(p))
+                        off += p.numel()
+                continue
             g = flat_grad(model)
             t0 = time.perf_counter()
             sync(g)
@@ -247,9 +261,9 @@ def run_sim(a):
 def testbed_run(a, backend, gateway, out, progress, label):
     """Runs one training on a fresh testbed; streams rank 0's epoch lines. Returns the result."""
     worker = ("/usr/bin/python3 %s worker --backend %s --epochs %d --batch %d --hidden %d --lr %g --seed %d "
-              "--out %s --progress %s --timeout %g --model %s"
+              "--out %s --progress %s --timeout %g --model %s --sync %s"
               % (os.path.abspath(__file__), backend, a.epochs, a.batch, a.hidden, a.lr, a.seed, out, progress,
-                 a.timeout, a.model))
+                 a.timeout, a.model, getattr(a, "sync", "grads")))
     cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", str(a.sites), "--workers", str(a.workers),
            "--gateway", gateway, "--model-bytes", str(4 * n_params(a.hidden, a.model)),
            "--worker-cmd", worker, "--quiet"]
@@ -361,6 +375,9 @@ def main():
     ap.add_argument("--progress", default="")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--min-acc", type=float, default=0.0, help="sim: fail below this final accuracy")
+    ap.add_argument("--sync", choices=["grads", "params"], default="grads",
+                    help="what the workers synchronise each step: gradients (all-reduce), or parameters after "
+                         "a local step (gossip averaging, for sync.mode selmcast)")
     a = ap.parse_args()
     try:
         import sklearn  # noqa: F401
