@@ -1,7 +1,7 @@
 // SelMCast's peer-to-peer mode in the WAN simulator: every site runs sync::PeerSync (the code
 // a gateway would run) over lib/sim's links; the selection comes from what the sites measured
-// in a broadcast warm-up round (each sender's delivery rate and RTT, and how late each site's
-// update was ready), never from the simulated links' true rates.
+// in a warm-up that sends over each link alone (each sender's delivery rate and RTT, and how
+// late each site's update was ready), never from the simulated links' true rates.
 #pragma once
 
 #include <cstdint>
