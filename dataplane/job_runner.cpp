@@ -13,6 +13,17 @@
 
 namespace sg::dp {
 
+ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg) {
+  ltp::ReceiverConfig r;
+  r.max_transfers = cfg.transport.max_transfers;
+  r.fill_rule = static_cast<ltp::FillRule>(cfg.transport.bubble_fill);
+  r.early_close.enabled = cfg.transport.early_close.enabled;
+  r.early_close.max_loss_fraction = cfg.transport.max_loss_fraction;
+  r.early_close.quiet_rtts = cfg.transport.early_close.quiet_rtts;
+  r.early_close.min_fraction = cfg.transport.early_close.min_fraction;
+  return r;
+}
+
 bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error) {
   // The controller's first plan: every gateway computes the same from the same configs.
   plan = controller::Controller(controller::controller_config(cfg)).initial_plan(&error);
@@ -29,12 +40,7 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sc.self_node = cfg.site.id;
   sc.site_nodes = sites_;
   sc.chunk_bytes = cfg.transport.chunk_bytes;
-  sc.receiver.max_transfers = cfg.transport.max_transfers;
-  sc.receiver.fill_rule = static_cast<ltp::FillRule>(cfg.transport.bubble_fill);
-  sc.receiver.early_close.enabled = cfg.transport.early_close.enabled;
-  sc.receiver.early_close.max_loss_fraction = cfg.transport.max_loss_fraction;
-  sc.receiver.early_close.quiet_rtts = cfg.transport.early_close.quiet_rtts;
-  sc.receiver.early_close.min_fraction = cfg.transport.early_close.min_fraction;
+  sc.receiver = wan_receiver(cfg);
   sc.rate.initial_rate = cfg.transport.initial_rate_mbit * 1e6 / 8;
   sc.reliable_baseline = cfg.transport.rate_controller == config::RateController::kAimd;
   sc.round_timeout = static_cast<Nanos>(cfg.job.round_timeout_ms) * kMilli;

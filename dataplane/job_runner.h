@@ -66,6 +66,9 @@ using controller::spread_shards;
 // same plan and version 1 without talking. False with a message if the planner cannot serve.
 bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error);
 
+// The receiver of WAN transfers as transport.* configures it (both sync modes).
+ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg);
+
 struct ShardRole {
   uint32_t engine = 0;   // this engine's index
   uint32_t engines = 1;  // engines sharing the job's shards

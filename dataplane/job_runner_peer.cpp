@@ -25,12 +25,7 @@ void JobRunner::make_peer(const topo::Plan& plan) {
   pc.model_floats = cfg_.job.model_bytes / 4;
   pc.chunk_bytes = cfg_.transport.chunk_bytes;
   pc.staleness = cfg_.sync.staleness;
-  pc.receiver.max_transfers = cfg_.transport.max_transfers;
-  pc.receiver.fill_rule = static_cast<ltp::FillRule>(cfg_.transport.bubble_fill);
-  pc.receiver.early_close.enabled = cfg_.transport.early_close.enabled;
-  pc.receiver.early_close.max_loss_fraction = cfg_.transport.max_loss_fraction;
-  pc.receiver.early_close.quiet_rtts = cfg_.transport.early_close.quiet_rtts;
-  pc.receiver.early_close.min_fraction = cfg_.transport.early_close.min_fraction;
+  pc.receiver = wan_receiver(cfg_);
   pc.rate.initial_rate = cfg_.transport.initial_rate_mbit * 1e6 / 8;
   pc.round_timeout = static_cast<Nanos>(cfg_.job.round_timeout_ms) * kMilli;
   pc.seed = cfg_.site.id * 31u;

@@ -84,7 +84,6 @@ bool PeerSync::set_selection(const topo::Selection& receivers) {
     }
   }
   sel_ = receivers;
-  have_sel_ = true;
   senders_.clear();
   for (size_t i = 0; i < n; ++i)
     if (std::find(sel_[i].begin(), sel_[i].end(), self_) != sel_[i].end())
@@ -92,11 +91,7 @@ bool PeerSync::set_selection(const topo::Selection& receivers) {
   for (int r : sel_[self_])
     if (!outs_[r]) {
       outs_[r] = std::make_unique<Out>(cfg_.rate);
-      ltp::SenderConfig sc = cfg_.sender;
-      sc.local_node = cfg_.self_node;
-      sc.peer_node = cfg_.site_nodes[r];
-      sc.max_chunks = chunks_;
-      outs_[r]->sender = std::make_unique<ltp::Sender>(sc, outs_[r]->rc, rng_);
+      new_sender(r);
     }
   return true;
 }
@@ -115,6 +110,25 @@ void PeerSync::raise_floor(uint32_t floor, Nanos now, ltp::PacketSink& tx) {
   }
 }
 
+// A fresh sender to site r (its rate model, in Out, is kept).
+void PeerSync::new_sender(int r) {
+  ltp::SenderConfig sc = cfg_.sender;
+  sc.local_node = cfg_.self_node;
+  sc.peer_node = cfg_.site_nodes[r];
+  sc.max_chunks = chunks_;
+  outs_[r]->sender = std::make_unique<ltp::Sender>(sc, outs_[r]->rc, rng_);
+  outs_[r]->seen_retx = outs_[r]->seen_bytes = 0;
+}
+
+// What a sender did since it was last counted.
+void PeerSync::count_sends(Out& o) {
+  const auto& ss = o.sender->stats();
+  stats_.retransmits += ss.retransmits - o.seen_retx;
+  stats_.bytes_sent += ss.bytes_sent - o.seen_bytes;
+  o.seen_retx = ss.retransmits;
+  o.seen_bytes = ss.bytes_sent;
+}
+
 void PeerSync::clear_slot(size_t k) {
   slots_[k].acc->reset();
   slots_[k].used = false;
@@ -123,8 +137,7 @@ void PeerSync::clear_slot(size_t k) {
 }
 
 bool PeerSync::begin_round(uint32_t round, std::span<const float> update, Nanos now, ltp::PacketSink& tx) {
-  if (!ok() || running_ || !have_sel_ || update.size() != cfg_.model_floats || round <= round_) return false;
-  now_ = now;
+  if (!ok() || running_ || sel_.empty() || update.size() != cfg_.model_floats || round <= round_) return false;
   round_ = round;
   update_ = update;
   running_ = true;
@@ -225,15 +238,8 @@ void PeerSync::abandon_sends() {
     Out& o = *outs_[r];
     if (!o.started || o.sender->done()) continue;
     ++stats_.sends_abandoned;
-    const auto& ss = o.sender->stats();
-    stats_.retransmits += ss.retransmits - o.seen_retx;
-    stats_.bytes_sent += ss.bytes_sent - o.seen_bytes;
-    ltp::SenderConfig sc = cfg_.sender;
-    sc.local_node = cfg_.self_node;
-    sc.peer_node = cfg_.site_nodes[r];
-    sc.max_chunks = chunks_;
-    o.sender = std::make_unique<ltp::Sender>(sc, o.rc, rng_);
-    o.seen_retx = o.seen_bytes = 0;
+    count_sends(o);
+    new_sender(static_cast<int>(r));
     o.started = false;
   }
 }
@@ -271,38 +277,32 @@ void PeerSync::finish(Nanos now, ltp::PacketSink& tx) {
   last_mixed_ = 0;
   for (uint8_t m : mixed_from_) last_mixed_ += m;
   stats_.updates_mixed += last_mixed_;
-  for (auto& o : outs_) {
-    if (!o) continue;
-    const auto& ss = o->sender->stats();
-    stats_.retransmits += ss.retransmits - o->seen_retx;
-    stats_.bytes_sent += ss.bytes_sent - o->seen_bytes;
-    o->seen_retx = ss.retransmits;
-    o->seen_bytes = ss.bytes_sent;
-  }
+  for (auto& o : outs_)
+    if (o) count_sends(*o);
   ++stats_.rounds;
   running_ = false;
   done_ = true;
   finished_ = now;
-  mixed_through_ = round_;
   raise_floor(round_ + 1 > cfg_.staleness ? round_ + 1 - cfg_.staleness : 0, now, tx);
 }
 
 void PeerSync::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSink& tx) {
   if (!ok()) return;
-  now_ = now;
   auto common = wire::parse_common(msg);
   if (!common) return;
   if (common->type == wire::MsgType::kData) {
-    // An update of a round older than the bound that never ended here: it comes too late to
-    // be used (the receiver refuses it as stale). Counted once per sender and round.
-    if (auto d = wire::parse_data(msg); d && d->f.round < floor_ && d->f.job == cfg_.job) {
-      const int src = index_of(d->f.src_node);
-      if (src >= 0 && src != self_ && ended_[src] <= d->f.round && stale_round_[src] != d->f.round + 1) {
-        stale_round_[src] = d->f.round + 1;
-        ++stats_.stale_updates;
-      }
-    }
+    const uint64_t stale = receiver_->stats().stale_round;
     receiver_->on_packet(msg, now, *this, tx);
+    // Refused as stale: an update older than the bound. Counted once per sender and round,
+    // unless that update already ended here (a late retransmission, not a late update).
+    if (receiver_->stats().stale_round != stale)
+      if (auto d = wire::parse_data(msg)) {
+        const int src = index_of(d->f.src_node);
+        if (src >= 0 && src != self_ && ended_[src] <= d->f.round && stale_round_[src] != d->f.round + 1) {
+          stale_round_[src] = d->f.round + 1;
+          ++stats_.stale_updates;
+        }
+      }
   } else {
     const int p = index_of(common->src_node);
     if (p >= 0 && p != self_ && outs_[p]) {
@@ -315,7 +315,6 @@ void PeerSync::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSin
 
 Nanos PeerSync::poll(Nanos now, ltp::PacketSink& tx) {
   if (!ok()) return ltp::kNever;
-  now_ = now;
   Nanos next = receiver_->poll(now, *this, tx);
   for (auto& o : outs_)
     if (o && o->started && !o->sender->done()) next = std::min(next, o->sender->poll(now, tx));

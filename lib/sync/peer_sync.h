@@ -146,6 +146,8 @@ class PeerSync final : private ltp::ReceiverSink {
   bool sends_done() const;
   void check_done(Nanos now, ltp::PacketSink& tx);
   void abandon_sends();
+  void new_sender(int r);
+  void count_sends(Out& o);
   void on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) override;
   void on_bubble(const ltp::ChunkRef& c, ltp::FillRule rule) override;
   void on_transfer_end(const ltp::TransferSummary& s) override;
@@ -160,7 +162,6 @@ class PeerSync final : private ltp::ReceiverSink {
   int self_ = -1;
   uint32_t chunks_ = 0;
   topo::Selection sel_;
-  bool have_sel_ = false;
   std::vector<int> senders_;              // sites that send here under the selection
   std::vector<std::unique_ptr<Out>> outs_;  // per site index (self unused)
   std::unique_ptr<ltp::Receiver> receiver_;
@@ -176,11 +177,10 @@ class PeerSync final : private ltp::ReceiverSink {
   SampleSink* samples_ = nullptr;
   PeerSyncStats stats_;
   uint32_t round_ = 0;
-  uint32_t mixed_through_ = 0;  // last round mixed (0: none yet)
   uint32_t floor_ = 0;          // oldest round whose updates are still usable
   uint32_t last_mixed_ = 0;
   bool running_ = false, done_ = false;
-  Nanos started_ = 0, finished_ = 0, now_ = 0;
+  Nanos started_ = 0, finished_ = 0;
 };
 
 }  // namespace sg::sync

@@ -108,6 +108,17 @@ struct Cluster {
     }
   }
 
+  // Site i's approval of round r, waiting (bounded) for the protocol when a switch is
+  // undecided, as an engine would.
+  std::optional<ControlPlane::Approval> approve(int i, uint32_t r, uint32_t completed) {
+    auto a = planes[i]->begin_round(r);
+    for (int k = 0; !a && k < 200; ++k) {
+      run(1 * kMilli, completed);
+      a = planes[i]->begin_round(r);
+    }
+    return a;
+  }
+
   // Each site has measured every link into it at `rate`, except into site 0 from `slow`.
   void measure(double rate, std::vector<int> slow, double slow_rate) {
     for (int i = 0; i < n; ++i)
@@ -129,12 +140,7 @@ TEST(ControlPlane, EverySiteSwitchesAtTheSameRound) {
   // Rounds 1-2 run the first plan; then links into site 0 turn slow.
   for (uint32_t r = 1; r <= 12; ++r) {
     for (int i = 0; i < 4; ++i) {
-      auto a = c.planes[i]->begin_round(r);
-      // Wait (bounded) for the protocol when a switch is undecided, as an engine would.
-      for (int k = 0; !a && k < 200; ++k) {
-        c.run(1 * kMilli, completed);
-        a = c.planes[i]->begin_round(r);
-      }
+      auto a = c.approve(i, r, completed);
       ASSERT_TRUE(a) << "site " << i << " round " << r << " never approved";
       version_at[r * 4 + i] = a->version;
     }
@@ -170,11 +176,7 @@ TEST(ControlPlane, EverySiteTakesTheNewReceiversAtTheSameRound) {
   uint32_t completed = 0;
   for (uint32_t r = 1; r <= 12; ++r) {
     for (int i = 0; i < 4; ++i) {
-      auto a = c.planes[i]->begin_round(r);
-      for (int k = 0; !a && k < 200; ++k) {
-        c.run(1 * kMilli, completed);
-        a = c.planes[i]->begin_round(r);
-      }
+      auto a = c.approve(i, r, completed);
       ASSERT_TRUE(a) << "site " << i << " round " << r << " never approved";
       at[r * 4 + i] = a->plan->receivers;
     }
