@@ -94,7 +94,8 @@ def main():
     build = os.environ.get("SG_BUILD", os.path.join(ROOT, "build"))
     model = subprocess.run([os.path.join(build, "perf", "topology", "bench_selmcast")] + (["--quick"] if a.quick else []),
                            capture_output=True, text=True, check=True).stdout
-    print(model, end="", flush=True)
+    # The model and simulator tables; their JSON line joins this bench's single line.
+    print("\n".join(l for l in model.splitlines() if not l.startswith("{")), flush=True)
     line = json.loads([l for l in model.splitlines() if l.startswith("{")][-1])
     if os.geteuid() != 0:
         print("testbed part skipped: needs root", flush=True)
