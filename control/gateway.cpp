@@ -301,6 +301,8 @@ void Gateway::drain_samples() {
   const Nanos now = handlers_.empty() ? 0 : handlers_[0]->now_ns(rte_rdtsc());
   uint64_t total = 0;
   const std::vector<uint64_t> sent = bytes_sent_to(total);
+  const int64_t lag = job_->counters().update_lag_ns.load(std::memory_order_relaxed);
+  agent_->set_update_lag(lag < 0 ? -1.0 : static_cast<double>(lag) / 1e9);
   agent_->tick(now, static_cast<uint32_t>(job_->counters().last_round.load()), sent, total,
                job_->counters().wanted_round.load(std::memory_order_relaxed));
   const uint32_t v = static_cast<uint32_t>(agent_->active_version() + 1);
@@ -412,10 +414,11 @@ bool Gateway::stop() {
                     (unsigned long long)rc.workers_missing.get(), (unsigned long long)rc.worker_bubbles.get());
     if (cfg_.sync.mode == config::SyncMode::kSelmcast)
       std::printf("[%s] job %u (selmcast, staleness %u): other sites' updates mixed %.2f per round, stale updates "
-                  "refused %llu\n",
+                  "refused %llu, update lag %.1f ms\n",
                   cfg_.site.name.c_str(), cfg_.job.id, cfg_.sync.staleness,
                   n ? static_cast<double>(rc.updates_mixed.get()) / static_cast<double>(n) : 0.0,
-                  (unsigned long long)rc.stale_updates.get());
+                  (unsigned long long)rc.stale_updates.get(),
+                  static_cast<double>(std::max<int64_t>(0, rc.update_lag_ns.load())) / 1e6);
     std::printf("[%s] job %u: %llu rounds of %llu bytes, mean round %.1f ms, early closes %llu, bubbles up %llu down %llu, "
                 "timeouts %llu, peers moved on %llu, retransmits %llu%s\n",
                 cfg_.site.name.c_str(), cfg_.job.id, (unsigned long long)n, (unsigned long long)cfg_.job.model_bytes,

@@ -69,6 +69,8 @@ class PolicyAgent {
   void retune(double recompute_change, Nanos min_interval) { plane_.controller().retune(recompute_change, min_interval); }
   // CONTROL and PROBE leave sealed by `s` (the control thread's lane); null: plain.
   void set_sealer(crypto::Sealer* s) { tx_->set_sealer(s); }
+  // This site's load for its rows (seconds; < 0: not measured): see ControlPlane.
+  void set_update_lag(double seconds) { plane_.set_update_lag(seconds); }
 
  private:
   class FrameIo;

@@ -49,6 +49,9 @@ struct RoundCounters {
   Counter stale_updates;  // selmcast: updates too old for sync.staleness, refused
   std::atomic<uint64_t> last_round{0}, last_round_ns{0}, policy_version{0}, switch_round{0};
   std::atomic<uint32_t> wanted_round{0};  // the round the lead waits to begin (gate closed)
+  // selmcast: the site's load, smoothed: from a round's result leaving for the workers to
+  // their next update complete (-1: not measured yet). The control plane's rows carry it.
+  std::atomic<int64_t> update_lag_ns{-1};
 };
 
 // Synthetic gradient of site index i in round r (jobs without workers): a per-site offset plus
@@ -147,6 +150,9 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   std::unique_ptr<sync::PeerSync> peer_;   // selmcast mode (then sync_ is null)
   sync::PeerSyncStats peer_last_{};
   bool peer_counted_ = true;
+  Nanos delivered_at_ = -1;     // the last round's result handed back (update lag's start)
+  uint32_t lag_round_ = 0;      // the round whose update lag is taken
+  void note_update_lag_st(uint32_t next, Nanos now);
   std::unique_ptr<sync::LocalGroup> group_;  // job.workers > 0: the site's workers
   bool delivered_ = true;  // the last WAN round's result went to the workers (finish)
   Nanos now_ = 0;          // time of the call in progress (for SiteSync's result callbacks)

@@ -1,6 +1,7 @@
 // JobRunner in sync.mode selmcast: the site's update (its workers' mean, or the synthetic
 // gradient of a job without workers) goes to sync::PeerSync once complete, and the site's
 // mix goes back to the workers. One engine runs it (the gateway refuses more).
+#include <algorithm>
 #include <cmath>
 
 #include "dataplane/job_runner.h"
@@ -66,6 +67,7 @@ void JobRunner::peer_count_st(Nanos now) {
   c_.round_ns_total.add(took);
   c_.last_round_ns.store(took, std::memory_order_relaxed);
   c_.last_round.store(round_, std::memory_order_relaxed);
+  delivered_at_ = now;
   if (group_) {
     count_group_st();
     if (group_->deliver(round_, peer_->result(), now, tx_)) c_.worker_rounds.add();
@@ -87,6 +89,15 @@ void JobRunner::peer_count_st(Nanos now) {
   }
   c_.values_checked.add(r.size());
   c_.values_exact.add(exact);
+}
+
+// The first time round `next`'s update is seen complete: a sample of the site's load.
+void JobRunner::note_update_lag_st(uint32_t next, Nanos now) {
+  if (next == lag_round_ || delivered_at_ < 0) return;
+  lag_round_ = next;
+  const int64_t sample = std::max<int64_t>(0, now - delivered_at_);
+  const int64_t old = c_.update_lag_ns.load(std::memory_order_relaxed);
+  c_.update_lag_ns.store(old < 0 ? sample : old + (sample - old) / 4, std::memory_order_relaxed);
 }
 
 unsigned JobRunner::peer_poll_st(Nanos now) {
@@ -116,6 +127,7 @@ unsigned JobRunner::peer_poll_st(Nanos now) {
       }
     }
     if (next && next > peer_->round()) {
+      note_update_lag_st(next, now);
       if (!may_begin(next)) {
         c_.gate_waits.add();
         c_.wanted_round.store(next, std::memory_order_relaxed);

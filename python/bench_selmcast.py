@@ -2,8 +2,11 @@
 
 Three parts, one JSON line:
   model    the selection model on random instances, fed their true rates (*_model_oracle);
-  sim      the peer-to-peer rounds (sync::PeerSync) in the WAN simulator, receivers from what
-           the sites measured (*_sim, *_sim_ssp): both from perf/topology/bench_selmcast;
+  sim      the peer-to-peer rounds (sync::PeerSync) in the WAN simulator, receivers chosen by
+           the controller's code from what the sites measured: link rates, RTTs and each
+           site's update lag (*_sim, *_sim_ssp); against the same selection blind to the
+           lags (*_vs_load_blind_*), also with a compute straggler (one site 20x slower,
+           *_straggler_*): both from perf/topology/bench_selmcast;
   testbed  real gateways in sync.mode selmcast on scripts/testbed over the intercontinental
            WAN profile (3 sites, uneven pair rates), p = 1: rounds of 4 MB updates with
            `receivers: selmcast` against `receivers: random`, alternated (round time as the

@@ -38,6 +38,8 @@ def main():
     ap.add_argument("--bubbles", type=float, default=0.0,
                     help="over a lossy WAN Early Close may leave this fraction of values a mean over the "
                          "sites whose chunk arrived (bubbles): more is an error; 0: every value exact")
+    ap.add_argument("--straggler-ms", type=float, default=0.0,
+                    help="the last site's workers compute this long before each push (a loaded site)")
     a = ap.parse_args()
     rank, world = int(os.environ["SG_TB_RANK"]), int(os.environ["SG_TB_WORLD"])
     n = a.bytes // 4
@@ -82,6 +84,8 @@ def main():
                 t.copy_(half)
     for r in range(a.warmup + a.rounds):
         buf[:] = float(rank + 1)
+        if a.straggler_ms > 0 and own == sites - 1:
+            time.sleep(a.straggler_ms / 1e3)
         t0 = time.perf_counter()
         do()
         dt = time.perf_counter() - t0

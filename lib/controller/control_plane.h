@@ -83,6 +83,9 @@ class ControlPlane {
     bool changed = false;        // a different version than the round before
   };
   std::optional<Approval> begin_round(uint32_t r);
+  // This site's load as its rows report it: how long its workers take from a round's result
+  // to the next update (< 0: not measured). SelMCast's receivers weigh it (receivers.h).
+  void set_update_lag(double seconds) { update_lag_s_ = seconds; }
 
   measure::LinkEstimator& estimator() { return est_; }
   const measure::LinkEstimator& estimator() const { return est_; }
@@ -117,6 +120,7 @@ class ControlPlane {
   Controller ctl_;
   measure::LinkEstimator est_;
   EgressMeter egress_;
+  double update_lag_s_ = -1;
   ProbeScheduler prober_;
   ProbeReceiver probe_rx_;
   std::unique_ptr<policy::Gateway> gw_;

@@ -50,6 +50,7 @@ Controller::Controller(ControllerConfig cfg)
       probe_(static_cast<size_t>(n_) * n_, 0.0), source_(static_cast<size_t>(n_) * n_, 0),
       windows_(static_cast<size_t>(n_) * n_, 0), active_at_(static_cast<size_t>(n_) * n_, -1),
       rtt_(static_cast<size_t>(n_) * n_, -1.0), egress_peak_(static_cast<size_t>(n_), 0.0),
+      update_lag_(static_cast<size_t>(n_), 0.0),
       codecs_(cfg_.compression, n_) {
   cfg_.uplinks.resize(static_cast<size_t>(n_), 0.0);
 }
@@ -72,20 +73,26 @@ ReceiverSettings Controller::receiver_settings() const {
   r.staleness = static_cast<int>(cfg_.sync.staleness);
   r.update_bytes = static_cast<double>(cfg_.plan.model_bytes);
   r.seed = cfg_.job;
+  r.ready = update_lag_;
   return r;
 }
 
 // Selmcast mode: new receivers when the measured view predicts a round shorter by
-// recompute_change (twice in a row, like new trees); random and broadcast never change.
+// recompute_change, or as short (within kSameRound) with a mean p larger by as much -- the
+// round a straggler's load sets has room for more receivers --, twice in a row like new
+// trees; random and broadcast never change.
 std::optional<topo::Plan> Controller::decide_receivers(const topo::Plan& current, const topo::Network& net) {
   if (cfg_.sync.receivers != config::ReceiverChoice::kSelmcast) return std::nullopt;
   topo::Plan cand = current;
   cand.receivers = choose_receivers(net, receiver_settings());
   if (cand.receivers == current.receivers || current.receivers.size() != cand.receivers.size()) return std::nullopt;
   const ReceiverSettings rs = receiver_settings();
-  const double cur = receivers_round_time(net, rs, current.receivers);
-  const double next = receivers_round_time(net, rs, cand.receivers);
-  stats_.last_gain = next > 0 ? cur / next - 1.0 : 0.0;
+  const topo::McastScore cur = receivers_score(net, rs, current.receivers);
+  const topo::McastScore next = receivers_score(net, rs, cand.receivers);
+  constexpr double kSameRound = 0.02;  // within the model's own error
+  stats_.last_gain = next.round_time_s > 0 ? cur.round_time_s / next.round_time_s - 1.0 : 0.0;
+  if (next.round_time_s <= cur.round_time_s * (1 + kSameRound) && cur.mean_p > 0)
+    stats_.last_gain = std::max(stats_.last_gain, next.mean_p / cur.mean_p - 1.0);
   if (stats_.last_gain <= cfg_.recompute_change) {
     candidate_runs_ = 0;
     return std::nullopt;
@@ -125,6 +132,7 @@ void Controller::on_row(const wire::MeasureRow& row, Nanos now) {
     if (l.rtt_s > 0) rtt_[k] = l.rtt_s;
   }
   egress_peak_[row.site] = std::max(egress_peak_[row.site], row.egress_peak);
+  if (row.update_lag_s >= 0) update_lag_[row.site] = row.update_lag_s;
   if (first_row_at_ < 0) first_row_at_ = now;
   last_row_at_ = std::max(last_row_at_, now);
   ++stats_.rows;

@@ -124,6 +124,7 @@ class Controller {
   Nanos last_row_at_ = -1;
   std::vector<double> rtt_;           // seconds, [i*n+j]; < 0 unknown
   std::vector<double> egress_peak_;   // per site
+  std::vector<double> update_lag_;    // per site, seconds (0: not reported)
   LinkCodecs codecs_;
   Nanos last_proposal_ = -1;
   Nanos last_decision_ = -1;

@@ -23,7 +23,8 @@ topo::McastInstance instance(const topo::Network& net, const ReceiverSettings& s
     in.out_cap.push_back(e > 0 ? e : 1e15);
     in.in_cap.push_back(g > 0 ? g : 1e15);
   }
-  in.ready.assign(net.n, 0.0);  // site loads are not measured yet: every update ready at once
+  in.ready.assign(net.n, 0.0);
+  for (int i = 0; i < net.n && i < static_cast<int>(s.ready.size()); ++i) in.ready[i] = std::max(0.0, s.ready[i]);
   in.update_bytes = s.update_bytes;
   in.budget_s = 1e12;  // no deadline: BSP waits for every selected update, the shortest round wins
   return in;
@@ -69,10 +70,10 @@ Receivers choose_receivers(const topo::Network& net, const ReceiverSettings& s) 
   return to_receivers(topo::select_receivers(instance(net, s), params(s, n)));
 }
 
-double receivers_round_time(const topo::Network& net, const ReceiverSettings& s, const Receivers& r) {
+topo::McastScore receivers_score(const topo::Network& net, const ReceiverSettings& s, const Receivers& r) {
   topo::Selection sel(r.size());
   for (size_t i = 0; i < r.size(); ++i) sel[i].assign(r[i].begin(), r[i].end());
-  return topo::score_selection(instance(net, s), params(s, net.n), sel).round_time_s;
+  return topo::score_selection(instance(net, s), params(s, net.n), sel);
 }
 
 }  // namespace sg::controller

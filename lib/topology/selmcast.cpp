@@ -49,8 +49,11 @@ class State {
     }
     return true;
   }
+  // When the last site is done: its own update ready (a receiver waits for its workers as
+  // well as for its senders) and every selected transfer finished.
   double round_time() const {
     double t = 0;
+    for (int i = 0; i < in_.n; ++i) t = std::max(t, in_.ready[i]);
     for (int i = 0; i < in_.n; ++i)
       for (int j = 0; j < in_.n; ++j)
         if (chosen(i, j)) t = std::max(t, finish(i, j));
@@ -77,12 +80,10 @@ McastScore score_selection(const McastInstance& inst, const McastParams& prm, co
   for (int i = 0; i < inst.n; ++i)
     for (int j : sel[i]) st.add(i, j);
   McastScore s;
+  s.round_time_s = st.round_time();
   int reached = 0;
   for (int i = 0; i < inst.n; ++i)
-    for (int j : sel[i]) {
-      reached += st.reached(i, j);
-      s.round_time_s = std::max(s.round_time_s, st.finish(i, j));
-    }
+    for (int j : sel[i]) reached += st.reached(i, j);
   s.mean_p = static_cast<double>(reached) / inst.n;
   return s;
 }

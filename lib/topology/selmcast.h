@@ -50,7 +50,7 @@ using Selection = std::vector<std::vector<int>>;
 
 struct McastScore {
   double mean_p = 0;        // reached transfers / n
-  double round_time_s = 0;  // when the last selected transfer finishes
+  double round_time_s = 0;  // when the last selected transfer finishes (or the latest update is ready)
 };
 
 McastScore score_selection(const McastInstance& inst, const McastParams& prm, const Selection& sel);

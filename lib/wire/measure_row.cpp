@@ -32,6 +32,7 @@ std::vector<std::vector<uint8_t>> encode_measure_row(const MeasureRow& row, size
     h->count.store(static_cast<uint16_t>(count));
     h->round.store(row.round);
     h->egress_peak.store(clamp_to<uint64_t>(row.egress_peak, 0, static_cast<double>(kMaxMeasuredRate)));
+    h->update_lag_us.store(row.update_lag_s < 0 ? kUnknownLag : clamp_to<uint32_t>(row.update_lag_s * 1e6, 0, kMaxLagUs));
     auto* e = reinterpret_cast<MeasureEntry*>(msg.data() + sizeof(MeasureRowHeader));
     for (size_t k = 0; k < count; ++k, ++i) {
       const LinkMeasure& l = row.links[i];
@@ -65,6 +66,9 @@ Result<MeasureRow> parse_measure_row(std::span<const uint8_t> bytes, uint16_t si
   const uint64_t peak = h.egress_peak.load();
   if (peak > kMaxMeasuredRate) return WireError::kBadField;
   row.egress_peak = static_cast<double>(peak);
+  const uint32_t lag = h.update_lag_us.load();
+  if (lag != kUnknownLag && lag > kMaxLagUs) return WireError::kBadField;
+  row.update_lag_s = lag == kUnknownLag ? -1.0 : lag * 1e-6;
   row.links.reserve(count);
   for (size_t k = 0; k < count; ++k) {
     MeasureEntry e;

@@ -5,7 +5,8 @@
 // explicit link ids, so any part is useful alone.
 //
 //   MeasureRowHeader  magic "MR", version, the reporting site (plan index), the round it
-//                     closed, entry count, and the site's own peak egress rate
+//                     closed, entry count, the site's own peak egress rate, and its update
+//                     lag (its load: how long its workers take to make the next update)
 //   MeasureEntry[]    one per link k -> site: rate, probe rate, RTT, RTT trend, loss, source
 //
 // All fields big-endian integers in fixed units (no floats on the wire): bytes/s, µs,
@@ -23,7 +24,7 @@
 namespace sg::wire {
 
 inline constexpr uint16_t kMeasureRowMagic = 0x4d52;  // "MR"
-inline constexpr uint8_t kMeasureRowVersion = 1;
+inline constexpr uint8_t kMeasureRowVersion = 2;
 
 struct MeasureRowHeader {
   be16 magic;
@@ -33,8 +34,9 @@ struct MeasureRowHeader {
   be16 count;       // entries that follow
   be32 round;       // the last round the site completed when it measured
   be64 egress_peak; // bytes/s: the highest rate this site's own sending reached (0: unknown)
+  be32 update_lag_us;  // from a round's result to the site's next update (kUnknownLag: none)
 };
-static_assert(sizeof(MeasureRowHeader) == 20 && alignof(MeasureRowHeader) == 1);
+static_assert(sizeof(MeasureRowHeader) == 24 && alignof(MeasureRowHeader) == 1);
 
 struct MeasureEntry {
   be16 from;        // the link from -> site (plan index)
@@ -50,6 +52,8 @@ struct MeasureEntry {
 static_assert(sizeof(MeasureEntry) == 36 && alignof(MeasureEntry) == 1);
 
 inline constexpr uint32_t kUnknownRtt = 0xffffffff;
+inline constexpr uint32_t kUnknownLag = 0xffffffff;
+inline constexpr uint32_t kMaxLagUs = 3600000000u;  // an hour: anything above is garbage
 inline constexpr uint8_t kMaxMeasureSource = 3;
 inline constexpr uint64_t kMaxMeasuredRate = 1ull << 44;  // 17.6 TB/s: anything above is garbage
 
@@ -69,6 +73,9 @@ struct MeasureRow {
   uint16_t site = 0;
   uint32_t round = 0;
   double egress_peak = 0;  // bytes/s
+  // Seconds from a round's result reaching the site's workers to their next update being
+  // complete (compute plus the LAN hand-off); < 0: not measured.
+  double update_lag_s = -1;
   std::vector<LinkMeasure> links;
 };
 

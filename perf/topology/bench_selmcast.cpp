@@ -100,22 +100,45 @@ int main(int argc, char** argv) {
   std::printf("selection time: %.2f ms per call (mean)\n", sel_ms / sel_calls);
   // The mode itself in the simulator: 8 sites, p = 2, BSP and SSP (s = 2), alternated.
   const int rounds = quick ? 3 : 6, alternations = quick ? 2 : 3;
-  bench::Table st({"mode", "SelMCast s/round", "random s/round", "ratio", "SelMCast mean p", "random mean p"});
+  bench::Table st({"mode", "SelMCast s/round", "random s/round", "ratio", "SelMCast mean p", "random mean p",
+                   "load-blind s/round", "load-blind mean p"});
   sg::bench::PeerSimResult sim[2];
   for (int mode = 0; mode < 2; ++mode) {
     sim[mode] = sg::bench::run_peer_sim(8, 2, mode ? 2 : 0, rounds, alternations, 2026 + mode);
     const auto& r = sim[mode];
     st.row({mode ? "SSP s=2" : "BSP", bench::fmt(r.sel_round_s, "%.3f"), bench::fmt(r.rnd_round_s, "%.3f"),
             bench::fmt(r.sel_round_s / r.rnd_round_s, "%.2f"), bench::fmt(r.sel_mean_p, "%.2f"),
-            bench::fmt(r.rnd_mean_p, "%.2f")});
+            bench::fmt(r.rnd_mean_p, "%.2f"), bench::fmt(r.blind_round_s, "%.3f"), bench::fmt(r.blind_mean_p, "%.2f")});
   }
-  std::printf("\npeer-to-peer mode (sync::PeerSync) in the WAN simulator, 8 sites, p = 2, selection from measured rates:\n");
+  std::printf("\npeer-to-peer mode (sync::PeerSync) in the WAN simulator, 8 sites, p = 2, selection from measured rates and loads:\n");
   st.print();
+  // A compute straggler (one site's workers 20x slower, 1-3 s per update): its load sets the
+  // round, and the selection that knows it fills the others' idle links with receivers.
+  bench::Table lt(
+      {"mode", "SelMCast s/round", "load-blind s/round", "ratio", "SelMCast mean p", "load-blind mean p", "random mean p"});
+  sg::bench::PeerSimResult slow[2];
+  for (int mode = 0; mode < 2; ++mode) {
+    slow[mode] = sg::bench::run_peer_sim(8, 2, mode ? 2 : 0, rounds, alternations, 2026 + mode, 20);
+    const auto& r = slow[mode];
+    lt.row({mode ? "SSP s=2" : "BSP", bench::fmt(r.sel_round_s, "%.3f"), bench::fmt(r.blind_round_s, "%.3f"),
+            bench::fmt(r.sel_round_s / r.blind_round_s, "%.2f"), bench::fmt(r.sel_mean_p, "%.2f"),
+            bench::fmt(r.blind_mean_p, "%.2f"), bench::fmt(r.rnd_mean_p, "%.2f")});
+  }
+  std::printf("\nthe same with a compute straggler (one site 20x slower):\n");
+  lt.print();
   bench::JsonLine("selmcast")
       .num("mean_p_ratio_vs_random_sim", sim[0].sel_mean_p / sim[0].rnd_mean_p)
       .num("round_time_ratio_vs_random_sim", sim[0].sel_round_s / sim[0].rnd_round_s)
       .num("mean_p_ratio_vs_random_sim_ssp", sim[1].sel_mean_p / sim[1].rnd_mean_p)
       .num("round_time_ratio_vs_random_sim_ssp", sim[1].sel_round_s / sim[1].rnd_round_s)
+      .num("mean_p_ratio_vs_load_blind_sim", sim[0].sel_mean_p / sim[0].blind_mean_p)
+      .num("round_time_ratio_vs_load_blind_sim", sim[0].sel_round_s / sim[0].blind_round_s)
+      .num("mean_p_ratio_vs_load_blind_sim_ssp", sim[1].sel_mean_p / sim[1].blind_mean_p)
+      .num("round_time_ratio_vs_load_blind_sim_ssp", sim[1].sel_round_s / sim[1].blind_round_s)
+      .num("mean_p_ratio_vs_load_blind_straggler_sim", slow[0].sel_mean_p / slow[0].blind_mean_p)
+      .num("round_time_ratio_vs_load_blind_straggler_sim", slow[0].sel_round_s / slow[0].blind_round_s)
+      .num("mean_p_ratio_vs_load_blind_straggler_sim_ssp", slow[1].sel_mean_p / slow[1].blind_mean_p)
+      .num("round_time_ratio_vs_load_blind_straggler_sim_ssp", slow[1].sel_round_s / slow[1].blind_round_s)
       .num("mean_p_ratio_vs_random_model_oracle", sum_sel / sum_rnd)
       .num("mean_p_ratio_vs_random_bsp_model_oracle", sum_sel_bsp / sum_rnd_bsp)
       .num("mean_p_ratio_vs_random_ssp_model_oracle", sum_sel_ssp / sum_rnd_ssp)

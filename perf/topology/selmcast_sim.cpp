@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/rng.h"
+#include "controller/receivers.h"
 #include "sim/wan.h"
 #include "sync/peer_sync.h"
 #include "topology/selmcast.h"
@@ -31,7 +32,7 @@ class PeerSite final : public sim::Endpoint {
   }
   Nanos poll(Nanos now, ltp::PacketSink& tx) override {
     if (!sync_.running() && left_ > 0 && now >= ready_at_) {
-      begun_at_ = now;
+      if (finished_at_ >= 0) lag_ = now - finished_at_;  // what the site sees of its own load
       if (sync_.begin_round(sync_.round() + 1, update_, now, tx)) --left_;
     }
     Nanos next = sync_.poll(now, tx);
@@ -41,7 +42,7 @@ class PeerSite final : public sim::Endpoint {
   }
   bool idle() const { return left_ == 0 && !sync_.running(); }
   sync::PeerSync& sync() { return sync_; }
-  Nanos begun_at() const { return begun_at_; }
+  Nanos update_lag() const { return lag_; }
   uint64_t mixed = 0, rounds = 0;
 
  private:
@@ -50,6 +51,7 @@ class PeerSite final : public sim::Endpoint {
       counted_ = sync_.round();
       mixed += sync_.last_mixed();
       ++rounds;
+      finished_at_ = now;
       ready_at_ = now + compute_;
     }
   }
@@ -58,12 +60,12 @@ class PeerSite final : public sim::Endpoint {
   std::vector<float> update_;
   int left_ = 0;
   uint32_t counted_ = 0;
-  Nanos ready_at_ = 0, begun_at_ = 0;
+  Nanos ready_at_ = 0, finished_at_ = -1, lag_ = 0;
 };
 
 // Pair rates log-uniform 50..1000 Mbit/s, one-way delay 5..75 ms, uplinks 0.3..1 Gbit/s,
-// compute 50..150 ms per round with one straggler at 3x.
-sim::WanSpec make_wan(int n, Rng& rng, std::vector<Nanos>& compute) {
+// compute 50..150 ms per round with one straggler at `straggler` times that.
+sim::WanSpec make_wan(int n, Rng& rng, double straggler, std::vector<Nanos>& compute) {
   sim::WanSpec w;
   w.seed = rng.next();
   auto logu = [&](double lo, double hi) { return std::exp(std::log(lo) + (std::log(hi) - std::log(lo)) * rng.uniform()); };
@@ -73,7 +75,8 @@ sim::WanSpec make_wan(int n, Rng& rng, std::vector<Nanos>& compute) {
     w.sites.push_back(s);
     compute.push_back(static_cast<Nanos>((50 + 100 * rng.uniform()) * kMilli));
   }
-  compute[rng.below(n)] *= 3;
+  Nanos& slow = compute[rng.below(n)];
+  slow = static_cast<Nanos>(static_cast<double>(slow) * straggler);
   w.links.assign(static_cast<size_t>(n) * n, {});
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j) {
@@ -109,10 +112,11 @@ double run_rounds(sim::Wan& wan, std::vector<std::unique_ptr<PeerSite>>& sites, 
 
 }  // namespace
 
-PeerSimResult run_peer_sim(int n, int p, uint32_t staleness, int rounds, int alternations, uint64_t seed) {
+PeerSimResult run_peer_sim(int n, int p, uint32_t staleness, int rounds, int alternations, uint64_t seed,
+                           double straggler) {
   Rng rng(seed);
   std::vector<Nanos> compute;
-  const sim::WanSpec spec = make_wan(n, rng, compute);
+  const sim::WanSpec spec = make_wan(n, rng, straggler, compute);
   sim::Wan wan(spec, 256 + kChunk, kScale);
   std::vector<std::unique_ptr<PeerSite>> sites;
   std::vector<uint16_t> nodes;
@@ -139,56 +143,69 @@ PeerSimResult run_peer_sim(int n, int p, uint32_t staleness, int rounds, int alt
     run_rounds(wan, sites, one, 4);
   }
 
-  // The global view from what the sites measured (their controller's measurement rows).
-  topo::McastInstance inst;
-  inst.n = n;
-  inst.bw.assign(static_cast<size_t>(n) * n, 0);
-  inst.rtt.assign(static_cast<size_t>(n) * n, 0);
-  for (int i = 0; i < n; ++i) {
+  // The global view from what the sites measured (their controller's measurement rows): link
+  // rates and RTTs, and each site's update lag (its load). The selection is the controller's
+  // (controller/receivers.h), as in the gateway.
+  topo::Network net;
+  net.n = n;
+  net.bw.assign(static_cast<size_t>(n) * n, 0);
+  net.rtt.assign(static_cast<size_t>(n) * n, 0);
+  net.egress.assign(static_cast<size_t>(n), 0);
+  for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j)
       if (j != i) {
-        inst.bw[i * n + j] = sites[i]->sync().measured_rate(j);
-        inst.rtt[i * n + j] = static_cast<double>(sites[i]->sync().measured_rtt(j)) / 1e9;
+        net.link_bw(i, j) = sites[i]->sync().measured_rate(j);
+        net.rtt[static_cast<size_t>(i) * n + j] = static_cast<double>(sites[i]->sync().measured_rtt(j)) / 1e9;
+        // Links measured one at a time: the uplink carries at least the fastest of them.
+        net.egress[i] = std::max(net.egress[i], net.link_bw(i, j));
       }
-    // Links measured one at a time: the uplink carries at least the fastest of them.
-    double up = 0;
-    for (int j = 0; j < n; ++j) up = std::max(up, inst.bw[i * n + j]);
-    inst.out_cap.push_back(up);
-    inst.in_cap.push_back(1e12);
-  }
-  // ready: how much later each site's update was ready in the last warm-up round.
-  Nanos earliest = sites[0]->begun_at();
-  for (auto& site : sites) earliest = std::min(earliest, site->begun_at());
-  for (int i = 0; i < n; ++i) inst.ready.push_back(static_cast<double>(sites[i]->begun_at() - earliest) / 1e9);
-  inst.update_bytes = static_cast<double>(kFloats * 4 * kScale);
-  inst.budget_s = 1e9;  // BSP waits for every selected update: no deadline, the shortest round wins
-  topo::McastParams prm{p, staleness ? topo::SyncMode::kSsp : topo::SyncMode::kBsp, static_cast<int>(staleness), n - 1};
-  const topo::Selection chosen = topo::select_receivers(inst, prm);
+  controller::ReceiverSettings rs;
+  rs.p = p;
+  rs.staleness = static_cast<int>(staleness);
+  rs.update_bytes = static_cast<double>(kFloats * 4 * kScale);
+  rs.seed = seed;
+  for (auto& site : sites) rs.ready.push_back(static_cast<double>(site->update_lag()) / 1e9);
+  const controller::Receivers aware = controller::choose_receivers(net, rs);
+  controller::ReceiverSettings blind_rs = rs;
+  blind_rs.ready.clear();
+  const controller::Receivers blind = controller::choose_receivers(net, blind_rs);
+  auto as_selection = [](const controller::Receivers& r) {
+    topo::Selection s(r.size());
+    for (size_t i = 0; i < r.size(); ++i) s[i].assign(r[i].begin(), r[i].end());
+    return s;
+  };
+  topo::McastInstance inst;  // for the random baseline's draw only
+  inst.n = n;
+  topo::McastParams prm{p, staleness ? topo::SyncMode::kSsp : topo::SyncMode::kBsp, static_cast<int>(staleness), 0};
 
   PeerSimResult r;
   Rng pick(seed ^ 0x5e1);
-  std::vector<double> sel_t, rnd_t;
-  uint64_t sel_mixed = 0, sel_rounds = 0, rnd_mixed = 0, rnd_rounds = 0;
+  std::vector<double> t[3];
+  uint64_t mixed[3] = {}, done[3] = {};
   for (int a = 0; a < alternations; ++a)
-    for (int which = 0; which < 2; ++which) {
+    for (int which = 0; which < 3; ++which) {
       uint64_t m0 = 0, r0 = 0;
       for (auto& s : sites) m0 += s->mixed, r0 += s->rounds;
-      const topo::Selection sel = which == 0 ? chosen : topo::random_receivers(inst, prm, pick);
-      const double t = run_rounds(wan, sites, sel, rounds) / rounds;
+      const topo::Selection sel = which == 0   ? as_selection(aware)
+                                  : which == 1 ? topo::random_receivers(inst, prm, pick)
+                                               : as_selection(blind);
+      t[which].push_back(run_rounds(wan, sites, sel, rounds) / rounds);
       uint64_t m1 = 0, r1 = 0;
       for (auto& s : sites) m1 += s->mixed, r1 += s->rounds;
-      (which == 0 ? sel_t : rnd_t).push_back(t);
-      (which == 0 ? sel_mixed : rnd_mixed) += m1 - m0;
-      (which == 0 ? sel_rounds : rnd_rounds) += r1 - r0;
+      mixed[which] += m1 - m0;
+      done[which] += r1 - r0;
     }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  r.sel_round_s = median(sel_t);
-  r.rnd_round_s = median(rnd_t);
-  r.sel_mean_p = static_cast<double>(sel_mixed) / static_cast<double>(std::max<uint64_t>(sel_rounds, 1));
-  r.rnd_mean_p = static_cast<double>(rnd_mixed) / static_cast<double>(std::max<uint64_t>(rnd_rounds, 1));
+  auto mean_p = [&](int k) { return static_cast<double>(mixed[k]) / static_cast<double>(std::max<uint64_t>(done[k], 1)); };
+  r.sel_round_s = median(t[0]);
+  r.rnd_round_s = median(t[1]);
+  r.blind_round_s = median(t[2]);
+  r.sel_mean_p = mean_p(0);
+  r.rnd_mean_p = mean_p(1);
+  r.blind_mean_p = mean_p(2);
   return r;
 }
 

@@ -11,10 +11,15 @@ namespace sg::bench {
 struct PeerSimResult {
   double sel_round_s = 0, rnd_round_s = 0;  // mean time per round, SelMCast vs random
   double sel_mean_p = 0, rnd_mean_p = 0;    // updates mixed per site and round
+  // SelMCast blind to the sites' loads (every update taken as ready at once).
+  double blind_round_s = 0, blind_mean_p = 0;
 };
 
 // n sites, p receivers per sender (SelMCast may add more), staleness s (0: BSP); `rounds`
-// per selection, the two selections alternated `alternations` times on the same WAN.
-PeerSimResult run_peer_sim(int n, int p, uint32_t staleness, int rounds, int alternations, uint64_t seed);
+// per selection, the three selections (SelMCast, random, SelMCast blind to loads)
+// alternated `alternations` times on the same WAN.
+// One site computes `straggler` times longer than its draw.
+PeerSimResult run_peer_sim(int n, int p, uint32_t staleness, int rounds, int alternations, uint64_t seed,
+                           double straggler = 3);
 
 }  // namespace sg::bench

@@ -19,12 +19,17 @@ OUT="$(mktemp -d /tmp/sg-systest.XXXX)"
 trap 'rm -rf "$OUT"' EXIT
 BENCH="/usr/bin/python3 $ROOT/python/sync_bench.py --bytes 1048576 --rounds 3 --warmup 1 --timeout 60"
 
-run() {  # run GATEWAY BACKEND EXPECT [TESTBED OPTIONS...]
+run() {  # run GATEWAY BACKEND EXPECT [TESTBED OPTIONS...]; the gateways' logs end up in $OUT/logs
   local gw=$1 backend=$2 expect=$3
   shift 3
   echo "--- testbed --gateway $gw $*, $backend workers"
+  rm -rf "$OUT/logs"
   "$ROOT/scripts/testbed" --sites 3 --workers 2 --rates 200,100,50 --gateway "$gw" --model-bytes 1048576 "$@" \
-    --duration 90 --worker-cmd "$BENCH --backend $backend --expect $expect --out $OUT/$gw-$backend.json"
+    --duration 90 --keep-logs --worker-cmd "$BENCH --backend $backend --expect $expect --out $OUT/$gw-$backend.json" \
+    2>&1 | tee "$OUT/testbed.out"
+  local kept
+  kept=$(sed -n 's/.*logs kept in \(\/tmp\/[^ ]*\).*/\1/p' "$OUT/testbed.out" | tail -1)
+  [[ -n "$kept" && -d "$kept" ]] && mv "$kept" "$OUT/logs"
   [[ -s "$OUT/$gw-$backend.json" ]] || { echo "no result from the $backend workers"; exit 1; }
   cat "$OUT/$gw-$backend.json"; echo
 }
@@ -50,9 +55,17 @@ case "$KIND" in
   selmcast)
     # BSP: every value mixes in at least one other site. SSP may end a round before a slower
     # sender's next update arrived (the bound allows it): values may be the site's own mean.
+    # The last site's workers take 300 ms per update: its gateway measures that load (the
+    # update lag its rows carry to the coordinator's receiver selection).
     for s in 0 1; do
       printf 'sync: {mode: selmcast, p: 1, staleness: %s}\ncompression: {mode: off}\n' "$s" > "$OUT/selmcast.yaml"
-      BENCH_MIX="$BENCH --bubbles $s --copies $((s ? s + 2 : 1))" run_mix
+      BENCH_MIX="$BENCH --bubbles $s --copies $((s ? s + 2 : 1)) --straggler-ms 300" run_mix
+      lag() { sed -n 's/.*update lag \([0-9.]*\) ms.*/\1/p' "$OUT/logs/gateway-$1.log" | tail -1; }
+      slow=$(lag 3) fast=$(lag 1)  # gateway-N.log: site N, from 1
+      echo "update lag: site 3 (loaded) ${slow:-none} ms, site 1 ${fast:-none} ms"
+      # The workers' own result checks take time at every site (more under load): compare.
+      awk -v s="${slow:-0}" -v f="${fast:-1e9}" 'BEGIN { exit !(s - f >= 150 && s <= 5000) }' ||
+        { echo "the loaded site's update lag was not measured as such"; exit 1; }
     done
     ;;
   *) echo "usage: testbed_test.sh stub|stormgate|stormgate2|selmcast"; exit 2 ;;

@@ -59,7 +59,8 @@ struct Cluster {
   std::vector<uint64_t> sent_to;
   int n;
 
-  Cluster(int sites, bool probes = false, uint64_t model = 64ull << 20, uint16_t shards = 4, bool selmcast = false)
+  Cluster(int sites, bool probes = false, uint64_t model = 64ull << 20, uint16_t shards = 4, bool selmcast = false,
+          double uplink = 0)
       : n(sites) {
     sent_to.assign(static_cast<size_t>(sites), 0);
     net.busy_until.assign(64 * 64, 0);
@@ -76,6 +77,7 @@ struct Cluster {
       base.controller.sync.mode = config::SyncMode::kSelmcast;
       base.controller.sync.p = 1;
     }
+    if (uplink > 0) base.controller.uplinks.assign(static_cast<size_t>(sites), uplink);
     for (int i = 0; i < sites; ++i) base.nodes.push_back(static_cast<uint16_t>(i + 1));
     base.row_every_rounds = 1;
     base.switch_rounds_ahead = 2;
@@ -190,6 +192,34 @@ TEST(ControlPlane, EverySiteTakesTheNewReceiversAtTheSameRound) {
   EXPECT_NE(last, first) << "the receivers changed";
   for (int i = 1; i < 4; ++i)
     EXPECT_EQ(std::count(last[i].begin(), last[i].end(), 0), 0) << "site " << i << " no longer sends over its slow link";
+}
+
+// A site's load travels in its rows: the coordinator sees the straggler's update lag and gives
+// the idle time it leaves the others to extra receivers, which every site takes.
+TEST(ControlPlane, AStragglersUpdateLagReachesTheCoordinatorsReceivers) {
+  Cluster c(4, false, 64ull << 20, 4, /*selmcast=*/true, /*uplink=*/kGbit);
+  auto total = [](const std::vector<std::vector<topo::SiteId>>& r) {
+    size_t n = 0;
+    for (const auto& l : r) n += l.size();
+    return n;
+  };
+  uint32_t completed = 0;
+  auto rounds = [&](uint32_t upto) {
+    for (uint32_t r = completed + 1; r <= upto; ++r) {
+      for (int i = 0; i < 4; ++i) ASSERT_TRUE(c.approve(i, r, completed)) << "site " << i << " round " << r;
+      c.measure(kGbit, {}, kGbit);
+      completed = r;
+      c.run(150 * kMilli, completed);
+    }
+  };
+  for (int i = 0; i < 4; ++i) c.planes[i]->set_update_lag(0.01);
+  rounds(8);
+  const size_t before = total(c.planes[0]->current_plan().receivers);
+  c.planes[3]->set_update_lag(5.0);
+  rounds(20);
+  const auto after = c.planes[0]->current_plan().receivers;
+  EXPECT_GT(total(after), before) << "more receivers in the straggler's idle time";
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(c.planes[i]->current_plan().receivers, after) << "site " << i;
 }
 
 TEST(ControlPlane, PlansLargerThanOneControlMessageTravelInFragments) {

@@ -120,6 +120,59 @@ TEST(Controller, SelmcastReceiversAvoidASlowLinkAndBaselinesStayPut) {
   }
 }
 
+// Receiver load: a straggler's update lag (from its rows) sets everyone's round, so the other
+// sites' links have time for more receivers; the controller proposes them.
+TEST(Controller, SelmcastGivesAStragglersIdleTimeToExtraReceivers) {
+  ControllerConfig cfg = config();
+  cfg.sync.mode = config::SyncMode::kSelmcast;
+  cfg.sync.p = 1;
+  cfg.uplinks.assign(kSites, kGbit);
+  Controller c(cfg);
+  topo::Plan cur = c.initial_plan();
+  auto total = [](const topo::Plan& p) {
+    size_t n = 0;
+    for (const auto& l : p.receivers) n += l.size();
+    return n;
+  };
+  Nanos now = 10 * kSecond;
+  auto feed = [&](double lag_of_2) {
+    for (int s = 0; s < kSites; ++s) {
+      wire::MeasureRow r = row(s, kGbit);
+      r.update_lag_s = s == 2 ? lag_of_2 : 0.01;
+      c.on_row(r, now);
+    }
+  };
+  // Equal loads: settle on what the measured view gives (64 MB over 1 Gbit/s: 0.5 s each).
+  for (int k = 0; k < 4; ++k, now += 2 * kSecond) {
+    feed(0.01);
+    if (auto next = c.decide(cur, now)) cur = *next;
+  }
+  const size_t before = total(cur);
+  std::optional<topo::Plan> next;
+  for (int k = 0; k < 4 && !next; ++k, now += 2 * kSecond) {
+    feed(5.0);  // site 2's workers take 5 s per update
+    next = c.decide(cur, now);
+  }
+  ASSERT_TRUE(next) << "the straggler's round leaves room for more receivers";
+  EXPECT_GT(total(*next), before);
+  for (const auto& l : next->receivers) EXPECT_GE(l.size(), 1u);
+  EXPECT_EQ(topo::validate(*next), topo::PlanError::kOk);
+  ReceiverSettings rs;
+  rs.p = 1;
+  rs.update_bytes = static_cast<double>(cfg.plan.model_bytes);
+  rs.ready = {0.01, 0.01, 5.0, 0.01};
+  const topo::Network net = c.view();
+  EXPECT_LE(receivers_score(net, rs, next->receivers).round_time_s,
+            receivers_score(net, rs, cur.receivers).round_time_s * 1.02)
+      << "no longer a round than before";
+  // Without the lag in the rows (not measured), nothing changes.
+  Controller blind(cfg);
+  for (int k = 0; k < 4; ++k, now += 2 * kSecond) {
+    for (int s = 0; s < kSites; ++s) blind.on_row(row(s, kGbit), now);
+    if (auto n = blind.decide(cur, now)) EXPECT_LE(total(*n), before);
+  }
+}
+
 TEST(Controller, MinIntervalAndFreshRowsGateDecisions) {
   Controller c(config());
   const topo::Plan first = c.initial_plan();

@@ -96,5 +96,22 @@ TEST(SelMcast, ExtrasGoWhereTheyCostNoRoundTime) {
   EXPECT_EQ(thin, 8u) << "thin senders keep exactly p";
 }
 
+// Load-aware: a straggler's late update sets the round; the others' links carry extra
+// receivers in that time, where a load-blind view sees no room for them.
+TEST(SelMcast, AStragglersLoadLeavesRoomForExtras) {
+  McastInstance in = uniform_instance(6, 100e6, 1e9);
+  for (int i = 0; i < 6; ++i) in.out_cap[i] = in.in_cap[i] = 100e6;  // 10 MB: 0.1 s alone
+  McastParams prm{1, SyncMode::kBsp, 0};
+  prm.max_receivers = 5;
+  const Selection blind = select_receivers(in, prm);
+  McastInstance loaded = in;
+  loaded.ready[3] = 1.0;  // site 3's update is ready 1 s into the round
+  const Selection aware = select_receivers(loaded, prm);
+  const McastScore sb = score_selection(loaded, prm, blind), sa = score_selection(loaded, prm, aware);
+  EXPECT_GE(sa.round_time_s, 1.0) << "the round waits for the straggler's update";
+  EXPECT_LE(sa.round_time_s, sb.round_time_s * (1 + 1e-9));
+  EXPECT_GT(sa.mean_p, sb.mean_p * 1.5) << "the idle time carries more receivers";
+}
+
 }  // namespace
 }  // namespace sg::topo

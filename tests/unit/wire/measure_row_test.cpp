@@ -14,6 +14,7 @@ MeasureRow sample_row(uint16_t site, int links) {
   r.site = site;
   r.round = 42;
   r.egress_peak = 12.5e6;
+  r.update_lag_s = 0.2505;
   for (int k = 0; k <= links; ++k) {
     if (k == site) continue;
     LinkMeasure l;
@@ -40,6 +41,7 @@ TEST(MeasureRow, RoundTripInFixedUnits) {
   EXPECT_EQ(p->site, 1);
   EXPECT_EQ(p->round, 42u);
   EXPECT_DOUBLE_EQ(p->egress_peak, 12.5e6);
+  EXPECT_NEAR(p->update_lag_s, 0.2505, 1e-6);
   ASSERT_EQ(p->links.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(p->links[i].from, r.links[i].from);
@@ -86,6 +88,11 @@ TEST(MeasureRow, ValuesOutsideTheWireRangeAreClamped) {
   EXPECT_EQ(p->links[0].loss, 1.0);
   EXPECT_EQ(p->links[0].bytes_per_s, 0.0);
   EXPECT_LT(p->links[0].rtt_s, 0);
+  EXPECT_NEAR(p->update_lag_s, 0.2505, 1e-6);
+  r.update_lag_s = -1;  // not measured
+  EXPECT_LT(parse_measure_row(encode_measure_row(r, 1200)[0], 2)->update_lag_s, 0);
+  r.update_lag_s = 1e7;  // beyond an hour
+  EXPECT_NEAR(parse_measure_row(encode_measure_row(r, 1200)[0], 2)->update_lag_s, kMaxLagUs * 1e-6, 1e-6);
 }
 
 TEST(MeasureRow, MalformedRowsAreRefused) {
@@ -109,6 +116,9 @@ TEST(MeasureRow, MalformedRowsAreRefused) {
   EXPECT_EQ(parse_measure_row(bad, 4).error(), WireError::kBadField);
   bad = good;  // loss above a million ppm
   std::memset(bad.data() + sizeof(MeasureRowHeader) + offsetof(MeasureEntry, loss_ppm), 0xff, 4);
+  EXPECT_EQ(parse_measure_row(bad, 4).error(), WireError::kBadField);
+  bad = good;  // an update lag beyond an hour (and not the "unknown" mark)
+  std::memset(bad.data() + offsetof(MeasureRowHeader, update_lag_us), 0xf0, 4);
   EXPECT_EQ(parse_measure_row(bad, 4).error(), WireError::kBadField);
 }
 
