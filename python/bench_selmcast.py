@@ -15,7 +15,8 @@ Three parts, one JSON line:
            send their parameters after each local step and take the site's mix) against
            all-reduce of gradients on the same testbed: every site's replica's accuracy after
            the same epochs (acc_gap_vs_allreduce_pct_points: all-reduce's accuracy minus the
-           worst site's)."""
+           worst site's). A third testbed arm loads site 3 (its workers take 1 s per update):
+           *_straggler."""
 import argparse
 import glob
 import json
@@ -47,11 +48,13 @@ def extra(tmp, receivers, staleness, mode="selmcast"):
     return path
 
 
-def sync_run(tmp, receivers, staleness, rounds, warmup):
-    """One testbed run of `rounds` synchronisations; returns (median seconds, updates mixed per round)."""
+def sync_run(tmp, receivers, staleness, rounds, warmup, straggler_ms=0):
+    """One testbed run of `rounds` synchronisations; returns (median seconds, updates mixed per round).
+    straggler_ms: the last site's workers take that long per update (a loaded site)."""
     out = os.path.join(tmp, "sync-%s-%d.json" % (receivers, staleness))
     worker = ("/usr/bin/python3 %s/sync_bench.py --backend stormgate --bytes %d --rounds %d --warmup %d --timeout 120 "
-              "--expect mix --bubbles 1 --copies %d --out %s" % (HERE, 4 << 20, rounds, warmup, staleness + 2 if staleness else 1, out))
+              "--expect mix --bubbles 1 --copies %d --straggler-ms %g --out %s"
+              % (HERE, 4 << 20, rounds, warmup, staleness + 2 if staleness else 1, straggler_ms, out))
     cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", "3", "--workers", "1", "--wan", WAN,
            "--model-bytes", str(4 << 20), "--config-extra", extra(tmp, receivers, staleness), "--keep-logs",
            "--worker-cmd", worker]
@@ -110,14 +113,17 @@ def main():
         rounds, warmup, alts = (4, 3, 1) if a.quick else (8, 4, 2)
         print("\ntestbed: 3 sites on the intercontinental profile, p = 1, 4 MB updates, %d rounds per run "
               "(after %d warm-up), %d alternation(s)" % (rounds, warmup, alts), flush=True)
-        for s, suffix in ((0, ""), (2, "_ssp")):
+        # The last arm: site 3's workers take 1 s per update; the controller learns that load
+        # from site 3's rows and fills the others' idle links with extra receivers.
+        for s, suffix, slow in ((0, "", 0), (2, "_ssp", 0), (0, "_straggler", 1000)):
             res = {"selmcast": [], "random": []}
             for _ in range(alts):
                 for recv in ("selmcast", "random"):
-                    t, mixed = sync_run(tmp, recv, s, rounds, warmup)
+                    t, mixed = sync_run(tmp, recv, s, rounds, warmup, slow)
                     res[recv].append((t, mixed))
-                    print("  %s staleness %d receivers %-8s round %.3f s, updates mixed %.2f per round"
-                          % ("BSP" if s == 0 else "SSP", s, recv, t, mixed), flush=True)
+                    print("  %s staleness %d%s receivers %-8s round %.3f s, updates mixed %.2f per round"
+                          % ("BSP" if s == 0 else "SSP", s, ", site 3 loaded" if slow else "", recv, t, mixed),
+                          flush=True)
             ts = statistics.median(r[0] for r in res["selmcast"])
             tr = statistics.median(r[0] for r in res["random"])
             ms = statistics.mean(r[1] for r in res["selmcast"])
