@@ -42,6 +42,13 @@ struct LossDetection {
   bool tail_loss_probe = true;     // probe after ~2 srtt of silence (Linux TLP)
 };
 
+// What a sender has to send, told to its controller on every poll and when a transfer ends.
+enum class Demand : uint8_t {
+  kBacklogged,  // chunks to send (first transmissions or retransmissions)
+  kIdle,        // nothing to send now (waiting for ACKs or, streaming, for released chunks)
+  kDone,        // the transfer ended
+};
+
 class RateController {
  public:
   virtual ~RateController() = default;
@@ -52,6 +59,9 @@ class RateController {
   virtual uint64_t cwnd_bytes() const = 0;          // inflight cap
   virtual double pacing_rate() const = 0;           // bytes/s; 0 = unpaced (window only)
   virtual LossDetection loss_detection() const = 0;
+  // A controller of its own ignores this; one shared by several senders (LinkShare) gives
+  // an idle or finished sender's share of the link to the others.
+  virtual void on_demand(Nanos /*now*/, Demand /*d*/) {}
 };
 
 }  // namespace sg::ltp

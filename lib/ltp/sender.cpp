@@ -163,6 +163,7 @@ void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {
 void Sender::finish(SenderState s, Nanos now) {
   state_ = s;
   finished_at_ = now;
+  rc_.on_demand(now, Demand::kDone);
 }
 
 void Sender::on_packet(std::span<const uint8_t> msg, Nanos now) {
@@ -383,6 +384,13 @@ Nanos Sender::poll(Nanos now, PacketSink& tx) {
     if (probe_sent_) pto_at = kNever;
   }
 
+  // Stale retransmissions (acknowledged since) are dropped here rather than in the loop below,
+  // so the controller hears whether there is anything to send before it is asked for the rate.
+  while (retx_len_ > 0 && chunks_[retx_[retx_head_]].state != kLost) {
+    retx_head_ = (retx_head_ + 1) % retx_.size();
+    --retx_len_;
+  }
+  rc_.on_demand(now, retx_len_ > 0 || next_unsent_ < released_ ? Demand::kBacklogged : Demand::kIdle);
   const uint64_t cwnd = rc_.cwnd_bytes();
   const double rate = rc_.pacing_rate();
   Nanos want = kNever;
