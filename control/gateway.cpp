@@ -159,7 +159,7 @@ bool Gateway::start() {
       if (incarnation == 0) incarnation = crypto::boot_epoch(static_cast<uint64_t>(std::time(nullptr)));
       agent_ = std::make_unique<PolicyAgent>(cfg_, plan_, pool_, ports_, nbrs_, routes_, ctl_in_, ctl_out_,
                                              *policy_slot_, incarnation);
-      handlers_[0]->attach_control(ctl_in_, ctl_out_);
+      handlers_[0]->attach_control(cfg_.job.id, ctl_in_, ctl_out_);
       if (security_.on()) agent_->set_sealer(security_.control.get());
       job_->set_gate(&agent_->approved_through(), &agent_->rejoin_round());  // the lead begins every round
     }

@@ -21,13 +21,27 @@ Nanos GatewayHandler::now_ns(uint64_t tsc) const {
   return static_cast<Nanos>(static_cast<__uint128_t>(tsc - tsc0_) * 1000000000u / tsc_hz_);
 }
 
+bool GatewayHandler::attach_job(JobRunner* job, LtpTx* tx) {
+  if (njobs_ == kMaxJobs || job_of(job->id())) return false;
+  jobs_[njobs_++] = JobSlot{job->id(), job, tx, nullptr, nullptr};
+  return true;
+}
+
+bool GatewayHandler::attach_control(uint32_t job, rte_ring* to_control, rte_ring* from_control) {
+  JobSlot* js = job_of(job);
+  if (!js) return false;
+  js->ctl_in = to_control;
+  js->ctl_out = from_control;
+  return true;
+}
+
 void GatewayHandler::on_stop_st(EngineIo&) {
-  if (job_) job_->on_stop_st();
+  for (unsigned j = 0; j < njobs_; ++j) jobs_[j].runner->on_stop_st();
   // What engine 0 dealt to our TX queue and we did not send. Engine 0 must be stopped first
   // (it is the ring's only producer), else a later enqueue stays in the ring.
   free_ring_mbufs(tx_ring_);
-  free_ring_mbufs(ctl_out_);
-  if (job_) free_ring_mbufs(handoff_);
+  for (unsigned j = 0; j < njobs_; ++j) free_ring_mbufs(jobs_[j].ctl_out);
+  if (njobs_) free_ring_mbufs(handoff_);
 }
 
 void GatewayHandler::on_rx_st(EngineIo& io, uint16_t port_index, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc) {
@@ -52,7 +66,7 @@ unsigned GatewayHandler::on_poll_st(EngineIo& io, uint64_t now_tsc) {
     }
     work += n;
   }
-  if (job_) {
+  if (njobs_) {
     if (handoff_) {
       // Frames other engines received for our shards: validated again as if from the wire.
       const unsigned n = rte_ring_dequeue_burst(handoff_, objs, kRingBurst, nullptr);
@@ -63,16 +77,20 @@ unsigned GatewayHandler::on_poll_st(EngineIo& io, uint64_t now_tsc) {
       }
       work += n;
     }
-    if (ctl_out_) {
-      const unsigned n = rte_ring_dequeue_burst(ctl_out_, objs, kRingBurst, nullptr);
-      for (unsigned i = 0; i < n; ++i) {
-        auto* m = static_cast<rte_mbuf*>(objs[i]);
-        io.tx_st(static_cast<uint16_t>(m->hash.usr), m);
+    const Nanos now = now_ns(now_tsc);
+    for (unsigned j = 0; j < njobs_; ++j) {
+      JobSlot& js = jobs_[j];
+      if (js.ctl_out) {
+        const unsigned n = rte_ring_dequeue_burst(js.ctl_out, objs, kRingBurst, nullptr);
+        for (unsigned i = 0; i < n; ++i) {
+          auto* m = static_cast<rte_mbuf*>(objs[i]);
+          io.tx_st(static_cast<uint16_t>(m->hash.usr), m);
+        }
+        work += n;
       }
-      work += n;
+      js.tx->bind_st(&io);
+      work += js.runner->poll_st(now);
     }
-    ltp_tx_->bind_st(&io);
-    work += job_->poll_st(now_ns(now_tsc));
   }
   if (arp_owner_) work += resolve_st(io, now_tsc);
   return work;

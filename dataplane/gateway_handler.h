@@ -15,6 +15,7 @@
 // request's mbuf; frames for another engine or the control thread move with the ring).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -47,8 +48,11 @@ class GatewayHandler final : public PacketHandler {
   GatewayHandler(const config::GatewayConfig& cfg, const std::vector<Port>& ports, Neighbours& nbrs,
                  const std::vector<PeerRoute>& routes, bool arp_owner);
 
-  // Engine 0 runs the job: LTP messages of the job go to `job` (sending through `tx`).
-  void attach_job(JobRunner* job, LtpTx* tx) { job_ = job; ltp_tx_ = tx; }
+  // Up to kMaxJobs jobs per engine, each with its own state: an LTP message goes to the job
+  // its header names (sending through that job's `tx`); other jobs' messages are refused.
+  static constexpr unsigned kMaxJobs = 16;
+  // False if this engine holds kMaxJobs jobs already or one with the same id.
+  bool attach_job(JobRunner* job, LtpTx* tx);
   // Other engines hand the job's packets to engine 0 through `ring` (multi-producer,
   // single-consumer; the mbuf's ownership moves with it). Engine 0 drains the same ring.
   void attach_handoff(rte_ring* ring) { handoff_ = ring; }
@@ -61,12 +65,10 @@ class GatewayHandler final : public PacketHandler {
     self_ = self;
     handoff_ = owner_rings_.empty() ? nullptr : owner_rings_[self];
   }
-  // Engine 0 and the control thread: LTP CONTROL frames go to `to_control` (the mbuf with
-  // them); frames the control thread built come back on `from_control` for TX.
-  void attach_control(rte_ring* to_control, rte_ring* from_control) {
-    ctl_in_ = to_control;
-    ctl_out_ = from_control;
-  }
+  // Engine 0 and the control thread of job `job` (attached before): its LTP CONTROL and PROBE
+  // frames go to `to_control` (the mbuf with them); frames its control thread built come
+  // back on `from_control` for TX. False if no such job is attached.
+  bool attach_control(uint32_t job, rte_ring* to_control, rte_ring* from_control);
   // Engines other than 0: drain DATA engine 0 dealt to this engine's TX queue (LtpTx's
   // SP/SC ring; each mbuf's hash.usr names its port) and send it on our own queue.
   void attach_tx_ring(rte_ring* ring) { tx_ring_ = ring; }
@@ -131,6 +133,22 @@ class GatewayHandler final : public PacketHandler {
   void count_rx(const LtpIn& in, EngineIo& io);
   void deliver_st(EngineIo& io, uint16_t port_index, const LtpIn& in, uint64_t now_tsc);
   unsigned owner_of(const wire::CommonInfo& common, std::span<const uint8_t> msg) const;
+  // One job's state on this engine.
+  struct JobSlot {
+    uint32_t id = 0;
+    JobRunner* runner = nullptr;
+    LtpTx* tx = nullptr;
+    rte_ring* ctl_in = nullptr;   // to its control thread
+    rte_ring* ctl_out = nullptr;  // from it
+  };
+  // The attached job with this id, or null. A linear look-up: a handful of jobs.
+  JobSlot* job_of(uint32_t id) {
+    for (unsigned i = 0; i < njobs_; ++i)
+      if (jobs_[i].id == id) return &jobs_[i];
+    return nullptr;
+  }
+  // DATA of this job may be relayed or handed on here (an engine without jobs: the config's).
+  bool our_job(uint32_t id) { return njobs_ ? job_of(id) != nullptr : id == cfg_.job.id; }
   int peer_index_of_node(uint16_t node) const;
   // Passes m to `ring` (its hash.usr = port_index); counts and frees it if the ring is full.
   bool hand_over_st(rte_ring* ring, uint16_t port_index, rte_mbuf* m);
@@ -145,14 +163,12 @@ class GatewayHandler final : public PacketHandler {
   LtpCounters ltp_;
   uint64_t tsc_hz_;
   uint64_t next_arp_tsc_ = 0;
-  JobRunner* job_ = nullptr;
-  LtpTx* ltp_tx_ = nullptr;
+  std::array<JobSlot, kMaxJobs> jobs_{};
+  unsigned njobs_ = 0;
   rte_ring* handoff_ = nullptr;
   std::vector<rte_ring*> owner_rings_;
   unsigned self_ = 0;
   rte_ring* tx_ring_ = nullptr;
-  rte_ring* ctl_in_ = nullptr;
-  rte_ring* ctl_out_ = nullptr;
   uint64_t tsc0_ = 0;
   Rng impair_rng_;
   crypto::Opener* opener_ = nullptr;

@@ -87,6 +87,7 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   // Follower: its link to the lead, and the lead (whose contribution buffer it reads).
   void attach_lead(EngineLink* link, const JobRunner* lead);
   const ShardRole& role() const { return role_; }
+  uint32_t id() const { return cfg_.job.id; }
   // This engine's SiteSync result buffer (its own shards' floats are valid once it reported
   // them) and, on the lead, the site's contribution buffer while workers push.
   std::span<const float> result_view() const { return sync_ ? sync_->result() : peer_->result(); }

@@ -33,14 +33,15 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
   if (authenticate_st(io, m, in) == Verdict::kTaken) return;
   count_rx(in, io);
   const bool to_control = in.common.type == wire::MsgType::kControl || in.common.type == wire::MsgType::kProbe;
-  if (job_ && ctl_in_ && to_control) {
+  JobSlot* js = njobs_ ? job_of(in.common.job) : nullptr;
+  if (js && js->ctl_in && to_control) {
     // Control-plane messages belong to the control thread: the frame moves there whole. A
     // probe's arrival time is what it measures: stamped now, in the frame the control thread
     // reads (the control thread may read it many microseconds later).
     if (in.common.type == wire::MsgType::kProbe)
       wire::stamp_probe_arrival(std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*) + in.off, in.msg.size()),
                                 static_cast<uint64_t>(now_ns(rte_rdtsc())));  // this packet's own time
-    if (rte_ring_enqueue(ctl_in_, m) != 0) {
+    if (rte_ring_enqueue(js->ctl_in, m) != 0) {
       ltp_.control_full.add();
       rte_pktmbuf_free(m);
     }
@@ -69,7 +70,7 @@ GatewayHandler::Verdict GatewayHandler::admit_st(EngineIo& io, rte_mbuf* m, LtpI
     ltp_.bad_version.add();
     return refuse(Drop::kBadLtp);
   }
-  if ((job_ || handoff_) && in.common.job != cfg_.job.id) {
+  if ((njobs_ || handoff_) && !our_job(in.common.job)) {
     ltp_.other_job.add();
     return refuse(Drop::kLtpRefused);
   }
@@ -77,9 +78,9 @@ GatewayHandler::Verdict GatewayHandler::admit_st(EngineIo& io, rte_mbuf* m, LtpI
 }
 
 GatewayHandler::Verdict GatewayHandler::steer_st(uint16_t port_index, rte_mbuf* m, const LtpIn& in) {
-  if (!job_ && !handoff_) return Verdict::kDeliver;
+  if (!njobs_ && !handoff_) return Verdict::kDeliver;
   rte_ring* to = nullptr;
-  if (!job_) {
+  if (!njobs_) {
     to = handoff_;  // not the job's engine: engine 0 takes it
   } else if (!owner_rings_.empty()) {
     const unsigned owner = owner_of(in.common, in.msg);
@@ -120,7 +121,8 @@ void GatewayHandler::count_rx(const LtpIn& in, EngineIo& io) {
 }
 
 void GatewayHandler::deliver_st(EngineIo& io, uint16_t port_index, const LtpIn& in, uint64_t now_tsc) {
-  if (!job_) {
+  JobSlot* js = njobs_ ? job_of(in.common.job) : nullptr;  // admitted: attached if any is
+  if (!js) {
     if (in.common.type == wire::MsgType::kData && !wire::parse_data(in.msg)) io.counters().drop(Drop::kBadLtp);
     return;
   }
@@ -132,12 +134,12 @@ void GatewayHandler::deliver_st(EngineIo& io, uint16_t port_index, const LtpIn& 
     a.udp_port = in.src.udp_port;
     a.port_index = port_index;
     std::copy(in.src.mac.begin(), in.src.mac.end(), a.mac.addr_bytes);
-    ltp_tx_->learn_worker_st(in.common.src_node, a);
+    js->tx->learn_worker_st(in.common.src_node, a);
   }
-  ltp_tx_->bind_st(&io);
+  js->tx->bind_st(&io);
   const Nanos now = now_ns(now_tsc);
-  if (in.common.type == wire::MsgType::kAck) ltp_tx_->on_ack_st(in.msg, now);
-  job_->on_packet_st(in.msg, now);
+  if (in.common.type == wire::MsgType::kAck) js->tx->on_ack_st(in.msg, now);
+  js->runner->on_packet_st(in.msg, now);
 }
 
 unsigned GatewayHandler::owner_of(const wire::CommonInfo& common, std::span<const uint8_t> msg) const {

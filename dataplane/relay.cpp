@@ -20,7 +20,7 @@ void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len,
     rte_pktmbuf_free(m);
   };
   auto d = wire::parse_data(msg);
-  if (!d || d->f.job != cfg_.job.id || d->f.src_node == dst || d->f.src_node == cfg_.site.id ||
+  if (!d || !our_job(d->f.job) || d->f.src_node == dst || d->f.src_node == cfg_.site.id ||
       peer_index_of_node(d->f.src_node) < 0)
     return refuse(ltp_.relay_refused, Drop::kLtpRefused);
   const PeerRoute* r = first_direct_route(routes_, dst);

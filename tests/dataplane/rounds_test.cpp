@@ -90,6 +90,11 @@ class LossyHandler final : public PacketHandler {
 
 struct Site {
   config::GatewayConfig cfg;
+  // A second job through the same handler (add_job): its own config, plan, sink and state.
+  config::GatewayConfig cfg2;
+  topo::Plan plan2;
+  std::unique_ptr<LtpTx> tx2;
+  std::unique_ptr<JobRunner> job2;
   rte_ring* handoff = nullptr;
   std::unique_ptr<GatewayHandler> handler1;  // second engine (multi-queue case)
   std::unique_ptr<Engine> engine1;
@@ -248,6 +253,24 @@ struct Testbed {
     }
   }
 
+  // A second job (id 2, its own model size and rounds) on every site's engine 0, beside the
+  // first: the handler routes each message by the job its header names.
+  void add_job(uint64_t model_bytes, uint32_t rounds) {
+    for (auto& s : sites) {
+      s.cfg2 = s.cfg;
+      s.cfg2.job.id = 2;
+      s.cfg2.job.model_bytes = model_bytes;
+      s.cfg2.job.rounds = rounds;
+      std::string err;
+      EXPECT_TRUE(initial_plan(s.cfg2, s.plan2, err)) << err;
+      s.tx2 = std::make_unique<LtpTx>(s.ports, s.nbrs, s.routes, const_cast<LtpCounters&>(s.handler->ltp()));
+      if (s.sealer) s.tx2->set_sealer(s.sealer.get());
+      s.job2 = std::make_unique<JobRunner>(s.cfg2, s.plan2, 1, *s.tx2);
+      EXPECT_TRUE(s.handler->attach_job(s.job2.get(), s.tx2.get()));
+      EXPECT_FALSE(s.handler->attach_job(s.job2.get(), s.tx2.get())) << "one slot per job id";
+    }
+  }
+
   // Called after every pass over the engines (a flood injector, a fault).
   std::function<void()> between_polls;
 
@@ -263,7 +286,7 @@ struct Testbed {
         }
         s.engine->poll_once_st(rte_rdtsc());
         s.engine->flush_st();
-        all &= s.job->finished();
+        all &= s.job->finished() && (!s.job2 || s.job2->finished());
       }
       if (between_polls) between_polls();
       if (all) return true;
@@ -296,6 +319,7 @@ struct Testbed {
       for (rte_ring* r : s.owner) rte_ring_free(r);
       s.job1.reset();
       s.job.reset();
+      s.job2.reset();
       s.link.reset();
       for (auto& p : s.ports) {
         rte_eth_dev_stop(p.id);
@@ -323,6 +347,28 @@ TEST(GatewayRounds, ThreeSitesGetExactlyTheMeanEveryRound) {
     EXPECT_GT(s.handler->ltp().opened.get(), 0u) << "every message between sites was sealed and opened";
     EXPECT_EQ(s.handler->ltp().opened.get(), s.handler->ltp().data_rx.get() + s.handler->ltp().ack_rx.get() +
                                                  s.handler->ltp().close_rx.get() + s.handler->ltp().control_rx.get());
+  }
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
+}
+
+// Two jobs with different models through the same gateways at once: each its own rounds and
+// exact means (a job nobody runs here is refused: HostileFramesAreCountedDropsNotCrashes).
+TEST(GatewayRounds, TwoJobsAtOnceEachGetTheirOwnExactMeans) {
+  Testbed tb("j2", 0.0, 3, 256 * 1024);
+  tb.add_job(96 * 1024, 5);
+  ASSERT_TRUE(tb.run(std::chrono::seconds(90)));
+  for (auto& s : tb.sites) {
+    const auto& a = s.job->counters();
+    const auto& b = s.job2->counters();
+    EXPECT_EQ(a.rounds.get(), 3u) << s.cfg.site.name;
+    EXPECT_EQ(b.rounds.get(), 5u) << s.cfg.site.name;
+    EXPECT_EQ(a.values_checked.get(), 3u * 64 * 1024);
+    EXPECT_EQ(b.values_checked.get(), 5u * 24 * 1024);
+    EXPECT_EQ(a.values_exact.get(), a.values_checked.get()) << s.cfg.site.name;
+    EXPECT_EQ(b.values_exact.get(), b.values_checked.get()) << s.cfg.site.name;
+    EXPECT_EQ(s.engine->counters().total_drops(), 0u);
+    EXPECT_EQ(s.handler->ltp().other_job.get(), 0u);
   }
   tb.shutdown();
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
