@@ -73,14 +73,6 @@ bool Gateway::start() {
   ep.burst = cfg_.dataplane.burst;
   ep.tx_drain_us = cfg_.dataplane.tx_drain_us;
   ep.idle_sleep_max_us = cfg_.dataplane.idle_sleep_max_us;
-  if (cfg_.job.model_bytes) {
-    std::string err;
-    if (!dp::initial_plan(cfg_, plan_, err)) {
-      SG_LOG(ERR, control, "%s: %s\n", cfg_.source.c_str(), err.c_str());
-      return false;
-    }
-    policy_version_ = 1;
-  }
   for (unsigned w = 0; w < workers; ++w) {
     ep.queue = static_cast<uint16_t>(w);
     handlers_.push_back(std::make_unique<dp::GatewayHandler>(cfg_, ports_, nbrs_, routes_, w == 0));
@@ -89,81 +81,21 @@ bool Gateway::start() {
     if (security_.workers_sealed()) handlers_.back()->attach_worker_security(security_.worker_openers[w].get());
     engines_.push_back(std::make_unique<dp::Engine>(ports_, pool_, *handlers_.back(), ep));
   }
-  if (cfg_.job.model_bytes) {
-    // Every engine runs the job's shards s % workers == its index (engine 0 also the site's
-    // workers and the round's start and end); a job packet that arrives on another engine's
-    // queue is handed to its shard's engine through that engine's MP/SC ring.
-    policy_slot_ = std::make_unique<dp::PolicySlot>(workers);
-    std::vector<rte_ring*> owner_rings;
+  if (!cfg_.jobs.empty() && workers > 1) {
+    // Job frames that arrive on one engine's queue for a shard another engine owns move
+    // through the owner's MP/SC ring (every job's).
     for (unsigned q = 0; q < workers; ++q) {
-      dp::LtpCounters& lc = const_cast<dp::LtpCounters&>(handlers_[q]->ltp());
-      ltp_txs_.push_back(std::make_unique<dp::LtpTx>(ports_, nbrs_, routes_, lc));
-      if (security_.on()) ltp_txs_.back()->set_sealer(security_.engine_sealers[q].get());
-      if (security_.workers_sealed()) ltp_txs_.back()->set_worker_sealer(security_.worker_sealers[q].get());
-      jobs_.push_back(std::make_unique<dp::JobRunner>(cfg_, plan_, policy_version_, *ltp_txs_.back(),
-                                                      dp::ShardRole{q, workers}));
-      handlers_[q]->attach_job(jobs_.back().get(), ltp_txs_.back().get());
-      // Control <- engine q: DATA arrival samples (SP/SC ring); policies out through the RCU slot.
-      rte_ring* samples = rte_ring_create_elem(("sg_samples" + std::to_string(q)).c_str(), sizeof(measure::ArrivalSample),
-                                               16384, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-      if (!samples) {
-        SG_LOG(ERR, control, "cannot create the measurement ring of engine %u\n", q);
+      rte_ring* r = rte_ring_create(("sg_handoff" + std::to_string(q)).c_str(), 4096, rte_socket_id(), RING_F_SC_DEQ);
+      if (!r) {
+        SG_LOG(ERR, control, "cannot create the hand-off ring of engine %u\n", q);
         return false;
       }
-      samples_.push_back(samples);
-      jobs_.back()->attach_control(policy_slot_.get(), samples);
-      if (workers > 1) {
-        rte_ring* r = rte_ring_create(("sg_handoff" + std::to_string(q)).c_str(), 4096, rte_socket_id(), RING_F_SC_DEQ);
-        if (!r) {
-          SG_LOG(ERR, control, "cannot create the hand-off ring of engine %u\n", q);
-          return false;
-        }
-        owner_rings.push_back(r);
-      }
+      handoff_rings_.push_back(r);
     }
-    job_ = jobs_.front().get();
-    if (workers > 1) {
-      handoff_rings_ = owner_rings;
-      for (unsigned q = 0; q < workers; ++q) handlers_[q]->attach_shard_engines(owner_rings, q);
-      // Lead <-> followers: a round's messages fit (engine_link.h).
-      const uint32_t down = static_cast<uint32_t>(cfg_.job.model_bytes / config::worker_chunk_bytes(cfg_) + 64);
-      const uint32_t up = static_cast<uint32_t>(cfg_.job.model_bytes / cfg_.transport.chunk_bytes + 64 + 2 * cfg_.topology.shards);
-      std::vector<dp::EngineLink*> links;
-      std::vector<const dp::JobRunner*> followers;
-      for (unsigned q = 1; q < workers; ++q) {
-        links_.push_back(std::make_unique<dp::EngineLink>("sg_link" + std::to_string(q), down, up));
-        if (!links_.back()->ok()) {
-          SG_LOG(ERR, control, "cannot create the rings between engine 0 and engine %u (raise -m)\n", q);
-          return false;
-        }
-        jobs_[q]->attach_lead(links_.back().get(), job_);
-        links.push_back(links_.back().get());
-        followers.push_back(jobs_[q].get());
-      }
-      job_->attach_followers(std::move(links), std::move(followers));
-    }
-    // CONTROL frames between engine 0 and the policy agent on this (main) lcore.
-    ctl_in_ = rte_ring_create("sg_ctl_in", 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-    ctl_out_ = rte_ring_create("sg_ctl_out", 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-    if (!ctl_in_ || !ctl_out_) {
-      SG_LOG(ERR, control, "cannot create the control rings\n");
-      return false;
-    }
-    if (!cfg_.peers.empty()) {
-      // Every start is treated as a restart (lib/policy): the gateway learns the cluster's
-      // policy state from its peers before its first round, so one that crashed and came
-      // back rejoins at the cluster's round under the policy in force, and a cluster that
-      // starts together agrees on the initial plan in one exchange. The incarnation grows
-      // with the start time (the key epoch's clock when sealed).
-      uint64_t incarnation = security_.params.first_epoch;
-      if (incarnation == 0) incarnation = crypto::boot_epoch(static_cast<uint64_t>(std::time(nullptr)));
-      agent_ = std::make_unique<PolicyAgent>(cfg_, plan_, pool_, ports_, nbrs_, routes_, ctl_in_, ctl_out_,
-                                             *policy_slot_, incarnation);
-      handlers_[0]->attach_control(cfg_.job.id, ctl_in_, ctl_out_);
-      if (security_.on()) agent_->set_sealer(security_.control.get());
-      job_->set_gate(&agent_->approved_through(), &agent_->rejoin_round());  // the lead begins every round
-    }
+    for (unsigned q = 0; q < workers; ++q) handlers_[q]->attach_shard_engines(handoff_rings_, q);
   }
+  for (size_t k = 0; k < cfg_.jobs.size(); ++k)
+    if (!build_job(k, workers)) return false;
   launch_.resize(workers);
   engines_stop_.store(false);
   unsigned w = 0;
@@ -182,6 +114,147 @@ bool Gateway::start() {
   }
   running_ = true;
   if (cfg_.telemetry.enabled) telemetry_attach(this);
+  return true;
+}
+
+bool Gateway::build_job(size_t k, unsigned workers) {
+  auto owned = std::make_unique<JobStack>();
+  JobStack& js = *owned;
+  js.cfg = config::for_job(cfg_, k);
+  const uint32_t id = js.cfg.job.id;
+  const std::string tag = std::to_string(k) + "_";  // DPDK object names are global
+  {
+    std::string err;
+    if (!dp::initial_plan(js.cfg, js.plan, err)) {
+      SG_LOG(ERR, control, "%s: job %u: %s\n", cfg_.source.c_str(), id, err.c_str());
+      return false;
+    }
+    js.policy_version = 1;
+  }
+  // Every engine runs the job's shards s % workers == its index (engine 0 also the site's
+  // workers and the round's start and end); new policies reach them through the RCU slot.
+  js.slot = std::make_unique<dp::PolicySlot>(workers);
+  for (unsigned q = 0; q < workers; ++q) {
+    dp::LtpCounters& lc = const_cast<dp::LtpCounters&>(handlers_[q]->ltp());
+    js.txs.push_back(std::make_unique<dp::LtpTx>(ports_, nbrs_, routes_, lc));
+    if (security_.on()) js.txs.back()->set_sealer(security_.engine_sealers[q].get());
+    if (security_.workers_sealed()) js.txs.back()->set_worker_sealer(security_.worker_sealers[q].get());
+    js.runners.push_back(std::make_unique<dp::JobRunner>(js.cfg, js.plan, js.policy_version, *js.txs.back(),
+                                                         dp::ShardRole{q, workers}));
+    if (!handlers_[q]->attach_job(js.runners.back().get(), js.txs.back().get())) {
+      SG_LOG(ERR, control, "%s: job %u: engine %u holds %u jobs already\n", cfg_.source.c_str(), id, q,
+             dp::GatewayHandler::kMaxJobs);
+      return false;
+    }
+    // Control <- engine q: DATA arrival samples (SP/SC ring).
+    rte_ring* samples = rte_ring_create_elem(("sg_samples" + tag + std::to_string(q)).c_str(),
+                                             sizeof(measure::ArrivalSample), 16384, rte_socket_id(),
+                                             RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (!samples) {
+      SG_LOG(ERR, control, "job %u: cannot create the measurement ring of engine %u\n", id, q);
+      return false;
+    }
+    js.samples.push_back(samples);
+    js.runners.back()->attach_control(js.slot.get(), samples);
+  }
+  js.lead = js.runners.front().get();
+  if (workers > 1) {
+    // Lead <-> followers: a round's messages fit (engine_link.h).
+    const uint32_t down = static_cast<uint32_t>(js.cfg.job.model_bytes / config::worker_chunk_bytes(js.cfg) + 64);
+    const uint32_t up =
+        static_cast<uint32_t>(js.cfg.job.model_bytes / cfg_.transport.chunk_bytes + 64 + 2 * cfg_.topology.shards);
+    std::vector<dp::EngineLink*> links;
+    std::vector<const dp::JobRunner*> followers;
+    for (unsigned q = 1; q < workers; ++q) {
+      js.links.push_back(std::make_unique<dp::EngineLink>("sg_link" + tag + std::to_string(q), down, up));
+      if (!js.links.back()->ok()) {
+        SG_LOG(ERR, control, "job %u: cannot create the rings between engine 0 and engine %u (raise -m)\n", id, q);
+        return false;
+      }
+      js.runners[q]->attach_lead(js.links.back().get(), js.lead);
+      links.push_back(js.links.back().get());
+      followers.push_back(js.runners[q].get());
+    }
+    js.lead->attach_followers(std::move(links), std::move(followers));
+  }
+  // CONTROL frames between engine 0 and the job's policy agent on this (main) lcore.
+  js.ctl_in = rte_ring_create(("sg_ctl_in" + tag).c_str(), 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+  js.ctl_out = rte_ring_create(("sg_ctl_out" + tag).c_str(), 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+  if (!js.ctl_in || !js.ctl_out) {
+    SG_LOG(ERR, control, "job %u: cannot create the control rings\n", id);
+    return false;
+  }
+  if (!cfg_.peers.empty()) {
+    // Every start is treated as a restart (lib/policy): the gateway learns the cluster's
+    // policy state from its peers before its first round, so one that crashed and came
+    // back rejoins at the cluster's round under the policy in force, and a cluster that
+    // starts together agrees on the initial plan in one exchange. The incarnation grows
+    // with the start time (the key epoch's clock when sealed).
+    uint64_t incarnation = security_.params.first_epoch;
+    if (incarnation == 0) incarnation = crypto::boot_epoch(static_cast<uint64_t>(std::time(nullptr)));
+    js.agent = std::make_unique<PolicyAgent>(js.cfg, js.plan, pool_, ports_, nbrs_, routes_, js.ctl_in, js.ctl_out,
+                                             *js.slot, incarnation);
+    handlers_[0]->attach_control(id, js.ctl_in, js.ctl_out);
+    if (security_.on()) js.agent->set_sealer(security_.control.get());
+    js.lead->set_gate(&js.agent->approved_through(), &js.agent->rejoin_round());  // the lead begins every round
+  }
+  stacks_.push_back(std::move(owned));
+  return true;
+}
+
+void Gateway::print_job_summary(const JobStack& js) const {
+  const config::GatewayConfig& c = js.cfg;
+  const auto& rc = js.lead->counters();
+  const uint64_t n = rc.rounds.get();
+  const uint64_t checked = rc.values_checked.get();
+  char exact[200] = "";
+  if (checked)
+    std::snprintf(exact, sizeof exact, ", values equal to the exact mean %.4f%%", 100.0 * rc.values_exact.get() / checked);
+  else
+    std::snprintf(exact, sizeof exact,
+                  ", %llu results delivered to workers, worker waits timed out %llu, workers missing %llu, worker "
+                  "chunks missing %llu",
+                  (unsigned long long)rc.worker_rounds.get(), (unsigned long long)rc.worker_timeouts.get(),
+                  (unsigned long long)rc.workers_missing.get(), (unsigned long long)rc.worker_bubbles.get());
+  if (c.sync.mode == config::SyncMode::kSelmcast)
+    std::printf("[%s] job %u (selmcast, staleness %u): other sites' updates mixed %.2f per round, stale updates "
+                "refused %llu, update lag %.1f ms\n",
+                c.site.name.c_str(), c.job.id, c.sync.staleness,
+                n ? static_cast<double>(rc.updates_mixed.get()) / static_cast<double>(n) : 0.0,
+                (unsigned long long)rc.stale_updates.get(),
+                static_cast<double>(std::max<int64_t>(0, rc.update_lag_ns.load())) / 1e6);
+  std::printf("[%s] job %u: %llu rounds of %llu bytes, mean round %.1f ms, early closes %llu, bubbles up %llu down %llu, "
+              "timeouts %llu, peers moved on %llu, retransmits %llu%s\n",
+              c.site.name.c_str(), c.job.id, (unsigned long long)n, (unsigned long long)c.job.model_bytes,
+              n ? rc.round_ns_total.get() / 1e6 / n : 0.0, (unsigned long long)rc.early_closes.get(),
+              (unsigned long long)rc.up_bubbles.get(), (unsigned long long)rc.down_bubbles.get(),
+              (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.peers_moved_on.get(),
+              (unsigned long long)rc.retransmits.get(), exact);
+  if (js.runners.size() > 1 && stacks_.size() == 1) {
+    // How the job spread over the engines (shards s % engines == q under the plan in force).
+    const size_t shards = js.plan.shards.size(), e = js.runners.size();
+    for (size_t q = 0; q < e; ++q) {
+      const auto& l = handlers_[q]->ltp();
+      std::printf("[%s] engine %zu: %zu shard(s), LTP DATA in %llu out %llu, handed to other engines %llu\n",
+                  c.site.name.c_str(), q, shards / e + (q < shards % e ? 1 : 0), (unsigned long long)l.data_rx.get(),
+                  (unsigned long long)l.data_tx.get(), (unsigned long long)l.handed_over.get());
+    }
+  }
+  if (js.agent) {
+    const auto& st = js.agent->stats();
+    std::printf("[%s] policy%s: version %u in force, %llu switches, %llu proposals (coordinator), last modelled gain "
+                "%.2f; rows sent %llu received %llu; probe trains sent %llu, measured %llu\n",
+                c.site.name.c_str(), stacks_.size() > 1 ? (" of job " + std::to_string(c.job.id)).c_str() : "",
+                js.policy_version, (unsigned long long)st.switches.load(), (unsigned long long)st.proposals.load(),
+                st.last_gain.load(), (unsigned long long)st.rows_sent.load(), (unsigned long long)st.rows_received.load(),
+                (unsigned long long)st.probe_trains_sent.load(), (unsigned long long)st.probe_results.load());
+  }
+}
+
+bool Gateway::all_jobs_finished() const {
+  if (stacks_.empty()) return false;
+  for (const auto& js : stacks_)
+    if (!js->lead->finished()) return false;
   return true;
 }
 
@@ -252,8 +325,8 @@ void Gateway::print_line(const Totals& now, const Totals& before, double seconds
   const double rx_gbit = 8.0 * (now.rx_bytes - before.rx_bytes) / seconds / 1e9;
   const double tx_gbit = 8.0 * (now.tx_bytes - before.tx_bytes) / seconds / 1e9;
   std::string rounds;
-  if (job_) {
-    const auto& rc = job_->counters();
+  if (const dp::JobRunner* job = this->job()) {  // the first job's
+    const auto& rc = job->counters();
     char buf[160];
     const uint64_t checked = rc.values_checked.get();
     std::snprintf(buf, sizeof buf, " | rounds %llu, last %.1f ms, early closes %llu, bubbles %llu",
@@ -272,13 +345,13 @@ void Gateway::print_line(const Totals& now, const Totals& before, double seconds
   std::fflush(stdout);
 }
 
-std::vector<uint64_t> Gateway::bytes_sent_to(uint64_t& total) const {
+std::vector<uint64_t> Gateway::bytes_sent_to(const JobStack& js, uint64_t& total) const {
   const auto sites = dp::job_sites(cfg_);
   std::vector<uint64_t> out(sites.size(), 0);
   total = 0;
   for (size_t i = 0; i < sites.size(); ++i) {
     if (sites[i] == cfg_.site.id) continue;
-    for (const auto& tx : ltp_txs_) {
+    for (const auto& tx : js.txs) {
       const dp::Sprayer& sp = tx->sprayer();
       for (unsigned s = 0; s < sp.slots(sites[i]); ++s)
         if (const auto* c = sp.counters(sites[i], s)) out[i] += c->bytes.get();
@@ -289,23 +362,28 @@ std::vector<uint64_t> Gateway::bytes_sent_to(uint64_t& total) const {
 }
 
 void Gateway::drain_samples() {
-  if (samples_.empty()) return;
+  const Nanos now = handlers_.empty() ? 0 : handlers_[0]->now_ns(rte_rdtsc());
+  for (auto& js : stacks_) drain_samples(*js, now);
+}
+
+void Gateway::drain_samples(JobStack& js, Nanos now) {
   measure::ArrivalSample buf[256];
   unsigned n;
-  for (rte_ring* r : samples_)
+  for (rte_ring* r : js.samples)
     while ((n = rte_ring_dequeue_burst_elem(r, buf, sizeof(buf[0]), 256, nullptr)) > 0)
-      if (agent_)
-        for (unsigned i = 0; i < n; ++i) agent_->estimator().on_arrival(buf[i]);
-  if (!agent_) return;  // a job without peers: nothing to measure for
-  measure::LinkEstimator& est = agent_->estimator();
-  const Nanos now = handlers_.empty() ? 0 : handlers_[0]->now_ns(rte_rdtsc());
+      if (js.agent)
+        for (unsigned i = 0; i < n; ++i) js.agent->estimator().on_arrival(buf[i]);
+  if (!js.agent) return;  // a job without peers: nothing to measure for
+  PolicyAgent& agent = *js.agent;
+  const auto& rc = js.lead->counters();
+  measure::LinkEstimator& est = agent.estimator();
   uint64_t total = 0;
-  const std::vector<uint64_t> sent = bytes_sent_to(total);
-  const int64_t lag = job_->counters().update_lag_ns.load(std::memory_order_relaxed);
-  agent_->set_update_lag(lag < 0 ? -1.0 : static_cast<double>(lag) / 1e9);
-  agent_->tick(now, static_cast<uint32_t>(job_->counters().last_round.load()), sent, total,
-               job_->counters().wanted_round.load(std::memory_order_relaxed));
-  const uint32_t v = static_cast<uint32_t>(agent_->active_version() + 1);
+  const std::vector<uint64_t> sent = bytes_sent_to(js, total);
+  const int64_t lag = rc.update_lag_ns.load(std::memory_order_relaxed);
+  agent.set_update_lag(lag < 0 ? -1.0 : static_cast<double>(lag) / 1e9);
+  agent.tick(now, static_cast<uint32_t>(rc.last_round.load()), sent, total,
+             rc.wanted_round.load(std::memory_order_relaxed));
+  const uint32_t v = static_cast<uint32_t>(agent.active_version() + 1);
   const auto sites = dp::job_sites(cfg_);
   int self = 0;
   for (size_t i = 0; i < sites.size(); ++i)
@@ -323,13 +401,13 @@ void Gateway::drain_samples() {
     lv.changes = sum.changes;
     views.push_back(lv);
   }
-  policy_slot_->reclaim();
+  js.slot->reclaim();
   std::lock_guard lk(view_mu_);
-  if (v != policy_version_) {
-    plan_ = agent_->current_plan();
-    policy_version_ = v;
+  if (v != js.policy_version) {
+    js.plan = agent.current_plan();
+    js.policy_version = v;
   }
-  link_views_ = std::move(views);
+  js.link_views = std::move(views);
 }
 
 void Gateway::run_control(const std::atomic<bool>& stop, double duration_s, std::atomic<bool>* reload_requested) {
@@ -347,7 +425,7 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s, std:
     auth_watch->poll(auth_snapshot(), t0);
   }
   // With a job the policy agent approves rounds: tick every millisecond so rounds never wait long.
-  const auto tick = agent_ ? std::chrono::milliseconds(1)
+  const auto tick = agent() ? std::chrono::milliseconds(1)
                            : std::chrono::milliseconds(std::max<uint32_t>(1, std::min<uint32_t>(cfg_.control.interval_ms, 100)));
   while (!stop.load(std::memory_order_relaxed)) {
     std::this_thread::sleep_for(tick);
@@ -368,7 +446,7 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s, std:
       last_auth_check = now;
     }
     if (duration_s > 0 && elapsed >= duration_s) break;
-    if (job_ && job_->finished()) break;
+    if (all_jobs_finished()) break;
   }
 }
 
@@ -401,67 +479,24 @@ bool Gateway::stop() {
     std::printf("[%s] sealed: %llu messages sealed, %llu opened, refused:%s\n", cfg_.site.name.c_str(),
                 (unsigned long long)t.sealed, (unsigned long long)t.opened, refused.empty() ? " none" : refused.c_str());
   }
-  if (job_) {
-    const auto& rc = job_->counters();
-    const uint64_t n = rc.rounds.get();
-    const uint64_t checked = rc.values_checked.get();
-    char exact[160] = "";
-    if (checked)
-      std::snprintf(exact, sizeof exact, ", values equal to the exact mean %.4f%%", 100.0 * rc.values_exact.get() / checked);
-    else
-      std::snprintf(exact, sizeof exact, ", %llu results delivered to workers, worker waits timed out %llu, workers missing %llu, worker chunks missing %llu",
-                    (unsigned long long)rc.worker_rounds.get(), (unsigned long long)rc.worker_timeouts.get(),
-                    (unsigned long long)rc.workers_missing.get(), (unsigned long long)rc.worker_bubbles.get());
-    if (cfg_.sync.mode == config::SyncMode::kSelmcast)
-      std::printf("[%s] job %u (selmcast, staleness %u): other sites' updates mixed %.2f per round, stale updates "
-                  "refused %llu, update lag %.1f ms\n",
-                  cfg_.site.name.c_str(), cfg_.job.id, cfg_.sync.staleness,
-                  n ? static_cast<double>(rc.updates_mixed.get()) / static_cast<double>(n) : 0.0,
-                  (unsigned long long)rc.stale_updates.get(),
-                  static_cast<double>(std::max<int64_t>(0, rc.update_lag_ns.load())) / 1e6);
-    std::printf("[%s] job %u: %llu rounds of %llu bytes, mean round %.1f ms, early closes %llu, bubbles up %llu down %llu, "
-                "timeouts %llu, peers moved on %llu, retransmits %llu%s\n",
-                cfg_.site.name.c_str(), cfg_.job.id, (unsigned long long)n, (unsigned long long)cfg_.job.model_bytes,
-                n ? rc.round_ns_total.get() / 1e6 / n : 0.0, (unsigned long long)rc.early_closes.get(),
-                (unsigned long long)rc.up_bubbles.get(), (unsigned long long)rc.down_bubbles.get(),
-                (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.peers_moved_on.get(),
-                (unsigned long long)rc.retransmits.get(), exact);
-    if (jobs_.size() > 1) {
-      // How the job spread over the engines (shards s % engines == q under the plan in force).
-      const size_t shards = plan().shards.size();
-      for (size_t q = 0; q < jobs_.size(); ++q) {
-        const auto& l = handlers_[q]->ltp();
-        std::printf("[%s] engine %zu: %zu shard(s), LTP DATA in %llu out %llu, handed to other engines %llu\n",
-                    cfg_.site.name.c_str(), q, shards / jobs_.size() + (q < shards % jobs_.size() ? 1 : 0),
-                    (unsigned long long)l.data_rx.get(), (unsigned long long)l.data_tx.get(),
-                    (unsigned long long)l.handed_over.get());
-      }
-    }
-    if (agent_)
-      std::printf("[%s] policy: version %u in force, %llu switches, %llu proposals (coordinator), last modelled gain %.2f; "
-                  "rows sent %llu received %llu; probe trains sent %llu, measured %llu\n",
-                  cfg_.site.name.c_str(), policy_version(), (unsigned long long)agent_->stats().switches.load(),
-                  (unsigned long long)agent_->stats().proposals.load(), agent_->stats().last_gain.load(),
-                  (unsigned long long)agent_->stats().rows_sent.load(), (unsigned long long)agent_->stats().rows_received.load(),
-                  (unsigned long long)agent_->stats().probe_trains_sent.load(),
-                  (unsigned long long)agent_->stats().probe_results.load());
-  }
+  for (const auto& js : stacks_) print_job_summary(*js);
   engines_.clear();
   handlers_.clear();
-  agent_.reset();
-  for (rte_ring** r : {&ctl_in_, &ctl_out_}) {
-    if (!*r) continue;
-    dp::free_ring_mbufs(*r);
-    rte_ring_free(*r);
-    *r = nullptr;
+  for (auto& js : stacks_) {
+    js->agent.reset();
+    for (rte_ring** r : {&js->ctl_in, &js->ctl_out}) {
+      if (!*r) continue;
+      dp::free_ring_mbufs(*r);
+      rte_ring_free(*r);
+      *r = nullptr;
+    }
+    js->links.clear();
+    js->runners.clear();
+    js->txs.clear();
+    js->slot.reset();
+    for (rte_ring* r : js->samples) rte_ring_free(r);
   }
-  job_ = nullptr;
-  links_.clear();
-  jobs_.clear();
-  ltp_txs_.clear();
-  policy_slot_.reset();
-  for (rte_ring* r : samples_) rte_ring_free(r);
-  samples_.clear();
+  stacks_.clear();
   for (rte_ring* r : handoff_rings_) rte_ring_free(r);
   handoff_rings_.clear();
   dp::teardown_ports(ports_);

@@ -47,6 +47,26 @@ struct LinkView {
   uint32_t windows = 0, changes = 0;
 };
 
+// One job's parts in the gateway: a runner and an LTP sink per engine (each runs its own
+// shards; the lead, engine 0's, also the site's workers and the round's start and end), the
+// rings between its engines, and its control plane (policy agent, policy slot, the engines'
+// arrival samples, CONTROL rings). Jobs share the ports, engines and mbuf pool.
+struct JobStack {
+  config::GatewayConfig cfg;  // the gateway's, with `job` = this job
+  topo::Plan plan;
+  uint32_t policy_version = 0;
+  std::vector<std::unique_ptr<dp::LtpTx>> txs;
+  std::vector<std::unique_ptr<dp::JobRunner>> runners;
+  dp::JobRunner* lead = nullptr;
+  std::vector<std::unique_ptr<dp::EngineLink>> links;
+  std::unique_ptr<dp::PolicySlot> slot;
+  std::vector<rte_ring*> samples;  // per engine
+  rte_ring* ctl_in = nullptr;
+  rte_ring* ctl_out = nullptr;
+  std::unique_ptr<PolicyAgent> agent;
+  std::vector<LinkView> link_views;  // guarded by Gateway::view_mu_
+};
+
 class Gateway {
  public:
   explicit Gateway(config::GatewayConfig cfg) : cfg_(std::move(cfg)) {}
@@ -74,20 +94,26 @@ class Gateway {
   const std::vector<dp::PeerRoute>& routes() const { return routes_; }
   uint64_t data_rx_from_peer(size_t peer_index) const;
   AuthSnapshot auth_snapshot() const;  // refusals by source (auth_watch.h)
-  const dp::JobRunner* job() const { return job_; }
-  // The plan in force and its version (copies: the control thread may switch them).
-  topo::Plan plan() const {
+  // The first job (the only one unless `jobs` lists several); null: no job.
+  const dp::JobRunner* job() const { return stacks_.empty() ? nullptr : stacks_.front()->lead; }
+  // Every job's lead runner and its config, in config order.
+  size_t job_count() const { return stacks_.size(); }
+  const dp::JobRunner* job_at(size_t k) const { return stacks_[k]->lead; }
+  const config::JobConfig& job_config(size_t k) const { return stacks_[k]->cfg.job; }
+  // The plan in force and its version (copies: the control thread may switch them); the
+  // first job's unless k names another.
+  topo::Plan plan(size_t k = 0) const {
     std::lock_guard lk(view_mu_);
-    return plan_;
+    return k < stacks_.size() ? stacks_[k]->plan : topo::Plan{};
   }
-  uint32_t policy_version() const {
+  uint32_t policy_version(size_t k = 0) const {
     std::lock_guard lk(view_mu_);
-    return policy_version_;
+    return k < stacks_.size() ? stacks_[k]->policy_version : 0;
   }
-  const PolicyAgent* agent() const { return agent_.get(); }
-  std::vector<LinkView> link_views() const {
+  const PolicyAgent* agent(size_t k = 0) const { return k < stacks_.size() ? stacks_[k]->agent.get() : nullptr; }
+  std::vector<LinkView> link_views(size_t k = 0) const {
     std::lock_guard lk(view_mu_);
-    return link_views_;
+    return k < stacks_.size() ? stacks_[k]->link_views : std::vector<LinkView>{};
   }
   unsigned workers() const { return static_cast<unsigned>(engines_.size()); }
 
@@ -102,28 +128,20 @@ class Gateway {
   dp::Neighbours nbrs_;
   std::vector<dp::PeerRoute> routes_;
   std::vector<std::unique_ptr<dp::GatewayHandler>> handlers_;
-  topo::Plan plan_;
-  uint32_t policy_version_ = 0;
-  // The job: one runner and one LTP sink per engine (each runs its own shards); job_ is
-  // engine 0's, which leads the rounds and counts for all.
-  std::vector<std::unique_ptr<dp::LtpTx>> ltp_txs_;
-  std::vector<std::unique_ptr<dp::JobRunner>> jobs_;
-  dp::JobRunner* job_ = nullptr;
-  std::vector<std::unique_ptr<dp::EngineLink>> links_;
+  std::vector<std::unique_ptr<JobStack>> stacks_;  // one per job, in config order
   std::vector<rte_ring*> handoff_rings_;  // per engine: job frames for its shards (MP/SC)
   GatewaySecurity security_;
+  // start(): job k's parts on `engines` engines. False with the reason logged.
+  bool build_job(size_t k, unsigned engines);
+  bool all_jobs_finished() const;
+  void print_job_summary(const JobStack& js) const;
   // Control thread state.
   void drain_samples();
-  // Job bytes sent to each site so far (plan order; DATA over every path), and their sum.
-  std::vector<uint64_t> bytes_sent_to(uint64_t& total) const;
-  std::unique_ptr<dp::PolicySlot> policy_slot_;
-  std::unique_ptr<PolicyAgent> agent_;
+  void drain_samples(JobStack& js, Nanos now);
+  // A job's bytes sent to each site so far (plan order; DATA over every path), and their sum.
+  std::vector<uint64_t> bytes_sent_to(const JobStack& js, uint64_t& total) const;
   MetricsServer metrics_;
-  rte_ring* ctl_in_ = nullptr;
-  rte_ring* ctl_out_ = nullptr;
-  std::vector<rte_ring*> samples_;  // per engine
   mutable std::mutex view_mu_;  // control thread writes, telemetry thread reads
-  std::vector<LinkView> link_views_;
   std::vector<std::unique_ptr<dp::Engine>> engines_;
   std::vector<dp::Engine::LaunchArgs> launch_;
   std::atomic<bool> engines_stop_{false};

@@ -47,7 +47,7 @@ PolicyAgent::PolicyAgent(const config::GatewayConfig& cfg, const topo::Plan& ini
                          const std::vector<dp::Port>& ports, const dp::Neighbours& nbrs,
                          const std::vector<dp::PeerRoute>& routes, rte_ring* frames_in, rte_ring* frames_out,
                          dp::PolicySlot& slot, uint64_t incarnation)
-    : in_(frames_in), slot_(slot), plane_(plane_config(cfg, incarnation), initial) {
+    : job_(cfg.job.id), in_(frames_in), slot_(slot), plane_(plane_config(cfg, incarnation), initial) {
   io_ = std::make_unique<FrameIo>(pool, frames_out);
   tx_ = std::make_unique<dp::LtpTx>(ports, nbrs, routes, tx_counters_);
   tx_->bind_st(io_.get());
@@ -82,7 +82,7 @@ void PolicyAgent::approve_rounds(uint32_t completed, uint32_t wanted) {
     const uint32_t begun = plane_.cluster_round();
     const uint32_t first = std::max({1u, plane_.first_round(), begun > 1 ? begun - 1 : 1u});
     rejoin_.store(first, std::memory_order_release);
-    SG_LOG(INFO, control, "policy state learnt from the peers: %s round %u, policy version %u\n",
+    SG_LOG(INFO, control, "job %u: policy state learnt from the peers: %s round %u, policy version %u\n", job_,
            first > 1 ? "rejoining the running job at" : "starting at", first,
            static_cast<unsigned>(plane_.active_version() + 1));
   }
@@ -100,8 +100,8 @@ void PolicyAgent::approve_rounds(uint32_t completed, uint32_t wanted) {
       snap->version = static_cast<uint32_t>(a->version + 1);  // the dataplane counts from 1
       snap->from_round = r;
       snap->plan = *a->plan;
-      SG_LOG(INFO, control, "policy version %u agreed, in force from round %u (%zu shards, %zu compressed links)\n",
-             snap->version, r, a->plan->shards.size(), a->plan->codecs.size());
+      SG_LOG(INFO, control, "job %u: policy version %u agreed, in force from round %u (%zu shards, %zu compressed links)\n",
+             job_, snap->version, r, a->plan->shards.size(), a->plan->codecs.size());
       slot_.publish(std::move(snap));
     }
     approved_.store(r, std::memory_order_release);
@@ -130,13 +130,14 @@ void PolicyAgent::tick(Nanos now, uint32_t completed, std::span<const uint64_t> 
   const uint64_t proposals = plane_.stats().proposals;
   plane_.tick(now, completed, sent_to, sent_total, *tx_);
   if (plane_.stats().proposals != proposals)
-    SG_LOG(INFO, control, "proposed a new policy (modelled gain %.2f)\n", plane_.controller().stats().last_gain);
+    SG_LOG(INFO, control, "job %u: proposed a new policy (modelled gain %.2f)\n", job_,
+           plane_.controller().stats().last_gain);
   approve_rounds(completed, wanted);
   if (started_ < 0) started_ = now;
   // A start-up exchange that takes under 2 s says nothing; then every 5 s.
   if (!plane_.synced() && now - started_ >= 2 * kSecond &&
       (unsynced_said_ < 0 || now - unsynced_said_ >= 5 * kSecond)) {
-    SG_LOG(WARNING, control, "waiting for the peers' policy state (%s): no round begins before\n",
+    SG_LOG(WARNING, control, "job %u: waiting for the peers' policy state (%s): no round begins before\n", job_,
            plane_.coordinator() ? "every peer's report" : "the coordinator's answer");
     unsynced_said_ = now;
   }

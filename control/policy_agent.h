@@ -73,6 +73,7 @@ class PolicyAgent {
   void set_update_lag(double seconds) { plane_.set_update_lag(seconds); }
 
  private:
+  uint32_t job_ = 0;  // for the log lines: a gateway may run several jobs
   class FrameIo;
   void receive_frames(Nanos now);
   void approve_rounds(uint32_t completed_round, uint32_t wanted_round);

@@ -35,8 +35,11 @@ bool Gateway::reload() {
   const config::GatewayConfig& n = *p.loaded.config;
   // The engines take the job's values when they begin their next round; the controller its
   // rule at its next decision (a new policy then switches at a round boundary, agreed).
-  for (auto& j : jobs_) j->set_live(n.job.rounds, n.job.round_timeout_ms);
-  if (agent_) agent_->retune(n.topology.recompute_change, static_cast<Nanos>(n.topology.min_interval_ms) * kMilli);
+  for (size_t k = 0; k < stacks_.size() && k < n.jobs.size(); ++k) {
+    for (auto& r : stacks_[k]->runners) r->set_live(n.jobs[k].rounds, n.jobs[k].round_timeout_ms);
+    if (stacks_[k]->agent)
+      stacks_[k]->agent->retune(n.topology.recompute_change, static_cast<Nanos>(n.topology.min_interval_ms) * kMilli);
+  }
   stats_interval_ms_ = n.telemetry.stats_interval_ms;
   config_text_ = p.loaded.text;
   if (p.live_changes.empty())

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -102,12 +104,25 @@ int links_cb(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
-int rounds_cb(const char*, const char*, rte_tel_data* d) {
+// The job a command's parameter names (its id), or the first job without one; -1: none.
+int job_index(const char* params) {
+  if (!g_gw || g_gw->job_count() == 0) return -1;
+  if (!params || !*params) return 0;
+  char* end = nullptr;
+  const unsigned long long id = std::strtoull(params, &end, 10);
+  if (end == params || *end) return -1;
+  for (size_t k = 0; k < g_gw->job_count(); ++k)
+    if (g_gw->job_config(k).id == id) return static_cast<int>(k);
+  return -1;
+}
+
+int rounds_cb(const char*, const char* params, rte_tel_data* d) {
   std::lock_guard lk(g_mu);
   rte_tel_data_start_dict(d);
-  if (!g_gw || !g_gw->job()) return 0;
-  const auto& c = g_gw->job()->counters();
-  rte_tel_data_add_dict_u64(d, "job", g_gw->config().job.id);
+  const int k = job_index(params);
+  if (k < 0) return 0;
+  const auto& c = g_gw->job_at(static_cast<size_t>(k))->counters();
+  rte_tel_data_add_dict_u64(d, "job", g_gw->job_config(static_cast<size_t>(k)).id);
   rte_tel_data_add_dict_u64(d, "rounds_done", c.rounds.get());
   rte_tel_data_add_dict_u64(d, "last_round", c.last_round.load());
   rte_tel_data_add_dict_u64(d, "last_round_us", c.last_round_ns.load() / 1000);
@@ -172,6 +187,30 @@ int policy_cb(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
+// Every job this gateway runs, one dict each (named by job id).
+int jobs_cb(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard lk(g_mu);
+  rte_tel_data_start_dict(d);
+  if (!g_gw) return 0;
+  for (size_t k = 0; k < g_gw->job_count() && k < config::kMaxJobs; ++k) {
+    const config::JobConfig& j = g_gw->job_config(k);
+    const auto& c = g_gw->job_at(k)->counters();
+    rte_tel_data* e = rte_tel_data_alloc();
+    if (!e) return -ENOMEM;
+    rte_tel_data_start_dict(e);
+    rte_tel_data_add_dict_u64(e, "model_bytes", j.model_bytes);
+    rte_tel_data_add_dict_u64(e, "workers", j.workers);
+    rte_tel_data_add_dict_u64(e, "rounds_wanted", j.rounds);
+    rte_tel_data_add_dict_u64(e, "rounds_done", c.rounds.get());
+    rte_tel_data_add_dict_u64(e, "last_round_us", c.last_round_ns.load() / 1000);
+    rte_tel_data_add_dict_u64(e, "mean_round_us", c.rounds.get() ? c.round_ns_total.get() / 1000 / c.rounds.get() : 0);
+    rte_tel_data_add_dict_u64(e, "policy_version", g_gw->policy_version(k));
+    rte_tel_data_add_dict_u64(e, "finished", g_gw->job_at(k)->finished() ? 1 : 0);
+    rte_tel_data_add_dict_container(d, ("job" + std::to_string(j.id)).c_str(), e, 0);
+  }
+  return 0;
+}
+
 }  // namespace
 
 void telemetry_attach(const Gateway* gw) {
@@ -179,7 +218,9 @@ void telemetry_attach(const Gateway* gw) {
   std::call_once(once, [] {
     rte_telemetry_register_cmd("/stormgate/stats", stats_cb, "Packet, LTP and drop counters. No parameters");
     rte_telemetry_register_cmd("/stormgate/links", links_cb, "Per peer: next hops and chunks received. No parameters");
-    rte_telemetry_register_cmd("/stormgate/rounds", rounds_cb, "Job rounds: progress, early closes, bubbles. No parameters");
+    rte_telemetry_register_cmd("/stormgate/rounds", rounds_cb,
+                               "Job rounds: progress, early closes, bubbles. Parameter: a job id (default: the first job)");
+    rte_telemetry_register_cmd("/stormgate/jobs", jobs_cb, "Every job: size, workers, rounds, policy. No parameters");
     rte_telemetry_register_cmd("/stormgate/policy", policy_cb, "Policy in force: version, trees, splits. No parameters");
   });
   std::lock_guard lk(g_mu);

@@ -198,8 +198,8 @@ void JobRunner::maybe_switch_policy_st(uint32_t next_round) {
       c_.policy_switches.add();
       c_.policy_version.store(p->version, std::memory_order_relaxed);
       c_.switch_round.store(next_round, std::memory_order_relaxed);
-      SG_LOG(INFO, dataplane, "engine %u: policy version %u in force from round %u (%zu shards)\n", role_.engine,
-             p->version, next_round, p->plan.shards.size());
+      SG_LOG(INFO, dataplane, "job %u engine %u: policy version %u in force from round %u (%zu shards)\n", cfg_.job.id,
+             role_.engine, p->version, next_round, p->plan.shards.size());
     }
   }
 }

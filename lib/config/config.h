@@ -208,13 +208,23 @@ struct GatewayConfig {
   ControlConfig control;
   TelemetryConfig telemetry;
   DataplaneConfig dataplane;
-  JobConfig job;
+  JobConfig job;  // the one job (section `job`), or the first of `jobs`
+  // Every job this gateway runs: the `jobs` list, or `job` alone when it has a model (empty:
+  // no job). Each has its own rounds, plan and state; they share the ports and engines.
+  std::vector<JobConfig> jobs;
+  bool jobs_listed = false;  // from `jobs` (error paths name jobs[i]), not `job`
   ImpairmentConfig impairment;
   SecurityConfig security;
 
   const PortConfig* find_port(const std::string& name) const;
   const PeerConfig* find_peer(uint16_t id) const;
 };
+
+// At most this many jobs per gateway (dataplane::GatewayHandler::kMaxJobs).
+inline constexpr size_t kMaxJobs = 16;
+
+// The gateway's config as one of its jobs sees it: `job` is that job.
+GatewayConfig for_job(const GatewayConfig& c, size_t index);
 
 // Chunk bytes between the workers and this gateway (job.worker_chunk_bytes, or the WAN's).
 inline uint32_t worker_chunk_bytes(const GatewayConfig& c) {

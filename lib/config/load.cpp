@@ -162,9 +162,7 @@ void read_dataplane(MapReader& top, GatewayConfig& cfg) {
   r.integer("tx_drain_us", 1, 100000, d.tx_drain_us);
 }
 
-void read_job(MapReader& top, GatewayConfig& cfg) {
-  MapReader r(top.child("job"), "job", top.errors());
-  JobConfig& j = cfg.job;
+void read_job_keys(MapReader& r, JobConfig& j) {
   r.integer("id", 1, 0xffffffffLL, j.id);
   r.integer("model_bytes", 0, int64_t{1} << 36, j.model_bytes);
   r.integer("rounds", 0, 0xffffffffLL, j.rounds);
@@ -173,6 +171,28 @@ void read_job(MapReader& top, GatewayConfig& cfg) {
   r.integer("worker_timeout_ms", 0, 3600000, j.worker_timeout_ms);
   r.integer("worker_chunk_bytes", 0, 9000, j.worker_chunk_bytes);
   r.string("token_file", j.token_file, false, 4096);
+}
+
+// `job` (one job) or `jobs` (a list of them, each with job's keys); not both.
+void read_jobs(MapReader& top, const YAML::Node& root, ErrorList& errs, GatewayConfig& cfg) {
+  {
+    MapReader r(top.child("job"), "job", errs);
+    read_job_keys(r, cfg.job);
+  }
+  const YAML::Node list = top.child("jobs");
+  if (!list.IsDefined() || list.IsNull()) return;
+  if (root["job"].IsDefined() && !root["job"].IsNull()) {
+    errs.add_at("jobs", "either a job section or a jobs list, not both", "both");
+    return;
+  }
+  cfg.jobs_listed = true;
+  for_each_item(list, "jobs", errs, [&](const YAML::Node& n, const std::string& p) {
+    JobConfig j;
+    MapReader r(n, p, errs);
+    read_job_keys(r, j);
+    cfg.jobs.push_back(j);
+  });
+  if (!cfg.jobs.empty()) cfg.job = cfg.jobs.front();
 }
 
 void read_impairment(MapReader& top, GatewayConfig& cfg) {
@@ -271,7 +291,7 @@ LoadResult load_config_text(const std::string& text, const std::string& source) 
     read_control(top, cfg);
     read_telemetry(top, cfg);
     read_dataplane(top, cfg);
-    read_job(top, cfg);
+    read_jobs(top, root, errs, cfg);
     read_impairment(top, cfg);
     read_security(top, cfg);
   }  // top's destructor reports unknown sections
@@ -282,6 +302,7 @@ LoadResult load_config_text(const std::string& text, const std::string& source) 
       if (peer.udp_port == 0) peer.udp_port = cfg.transport.udp_port;
       if (peer.paths.empty() && !cfg.ports.empty()) peer.paths.push_back(PathConfig{0, cfg.ports[0].name, {}, {}});
     }
+    if (!cfg.jobs_listed && cfg.job.model_bytes) cfg.jobs.push_back(cfg.job);
     validate(cfg, errs);
   }
   result.errors = errs.list();
@@ -307,8 +328,12 @@ LoadResult load_config_file(const std::string& path) {
   // A relative key file lives next to the config that names it, wherever the gateway starts.
   if (r.config) {
     const size_t slash = path.rfind('/');
-    for (std::string* f : {&r.config->security.key_file, &r.config->job.token_file})
-      if (!f->empty() && (*f)[0] != '/' && slash != std::string::npos) *f = path.substr(0, slash + 1) + *f;
+    auto resolve = [&](std::string& f) {
+      if (!f.empty() && f[0] != '/' && slash != std::string::npos) f = path.substr(0, slash + 1) + f;
+    };
+    resolve(r.config->security.key_file);
+    resolve(r.config->job.token_file);
+    for (auto& j : r.config->jobs) resolve(j.token_file);
   }
   return r;
 }

@@ -12,6 +12,12 @@ constexpr uint32_t kPerChunkOverhead = chunk_overhead_bytes();
 
 }  // namespace
 
+GatewayConfig for_job(const GatewayConfig& c, size_t index) {
+  GatewayConfig j = c;
+  if (index < c.jobs.size()) j.job = c.jobs[index];
+  return j;
+}
+
 uint32_t max_chunk_bytes(uint32_t mtu) { return mtu > kPerChunkOverhead ? (mtu - kPerChunkOverhead) / 4 * 4 : 0; }
 
 void validate(const GatewayConfig& cfg, ErrorList& errs) {
@@ -29,15 +35,50 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
   const PortConfig* largest = nullptr;
   for (const auto& p : cfg.ports)
     if (!largest || p.mtu > largest->mtu) largest = &p;
-  if (const uint32_t wc = cfg.job.worker_chunk_bytes) {
-    if (wc % 4 != 0 || wc < 64)
-      errs.add_at("job.worker_chunk_bytes", "0, or a multiple of 4 of at least 64", std::to_string(wc));
-    if (largest && wc > largest->mtu - kPerChunkOverhead)
-      errs.add_at("job.worker_chunk_bytes",
-                  "at most " + std::to_string(largest->mtu - kPerChunkOverhead) +
-                      " so a chunk fits the largest port's mtu (port '" + largest->name + "', mtu " +
-                      std::to_string(largest->mtu) + ")",
-                  std::to_string(wc));
+  auto check_job = [&](const JobConfig& job, const std::string& at) {
+    if (const uint32_t wc = job.worker_chunk_bytes) {
+      if (wc % 4 != 0 || wc < 64)
+        errs.add_at(at + ".worker_chunk_bytes", "0, or a multiple of 4 of at least 64", std::to_string(wc));
+      if (largest && wc > largest->mtu - kPerChunkOverhead)
+        errs.add_at(at + ".worker_chunk_bytes",
+                    "at most " + std::to_string(largest->mtu - kPerChunkOverhead) +
+                        " so a chunk fits the largest port's mtu (port '" + largest->name + "', mtu " +
+                        std::to_string(largest->mtu) + ")",
+                    std::to_string(wc));
+    }
+    if (job.worker_timeout_ms >= job.round_timeout_ms)
+      errs.add_at(at + ".worker_timeout_ms",
+                  "0 or less than " + at + ".round_timeout_ms (" + std::to_string(job.round_timeout_ms) +
+                      "): the site must give up on a dead worker before its peers give up on the site",
+                  std::to_string(job.worker_timeout_ms));
+    if (!job.token_file.empty() && job.workers == 0)
+      errs.add_at(at + ".token_file", "only with " + at + ".workers > 0 (it admits the job's workers)", job.token_file);
+    if (job.model_bytes % 4 != 0)
+      errs.add_at(at + ".model_bytes", "a multiple of 4 (whole float32 values)", std::to_string(job.model_bytes));
+    if (job.model_bytes && job.model_bytes / cfg.transport.chunk_bytes + 1 > cfg.transport.max_chunks_per_transfer)
+      errs.add_at(at + ".model_bytes",
+                  "at most transport.max_chunks_per_transfer chunks (" +
+                      std::to_string(cfg.transport.max_chunks_per_transfer) + " of " +
+                      std::to_string(cfg.transport.chunk_bytes) + " B)",
+                  std::to_string(job.model_bytes));
+  };
+  if (!cfg.jobs_listed) {
+    check_job(cfg.job, "job");
+  } else {
+    if (cfg.jobs.size() > kMaxJobs)
+      errs.add_at("jobs", "at most " + std::to_string(kMaxJobs) + " jobs", std::to_string(cfg.jobs.size()));
+    std::set<uint32_t> ids;
+    for (size_t i = 0; i < cfg.jobs.size(); ++i) {
+      const JobConfig& j = cfg.jobs[i];
+      const std::string at = "jobs[" + std::to_string(i) + "]";
+      check_job(j, at);
+      if (!ids.insert(j.id).second) errs.add_at(at + ".id", "a job id used once", "a second job " + std::to_string(j.id));
+      if (j.model_bytes == 0) errs.add_at(at + ".model_bytes", "the job's gradient bytes (more than 0)", "0");
+      // The workers' token is checked per engine with one key set: one job's for now.
+      if (!j.token_file.empty() && cfg.jobs.size() > 1)
+        errs.add_at(at + ".token_file", "unset when the gateway runs several jobs (per-job tokens: not yet supported)",
+                    j.token_file);
+    }
   }
   if (smallest) {
     const uint32_t room = smallest->mtu - kPerChunkOverhead;
@@ -52,11 +93,6 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
                 "the path of the deployment's key file (stormgate --keygen FILE makes one), or security.mode: plain "
                 "(experiments only: traffic between gateways is then not authenticated)",
                 "nothing");
-  if (cfg.job.worker_timeout_ms >= cfg.job.round_timeout_ms)
-    errs.add_at("job.worker_timeout_ms",
-                "0 or less than job.round_timeout_ms (" + std::to_string(cfg.job.round_timeout_ms) +
-                    "): the site must give up on a dead worker before its peers give up on the site",
-                std::to_string(cfg.job.worker_timeout_ms));
   if (cfg.sync.mode == SyncMode::kSelmcast) {
     if (cfg.peers.empty())
       errs.add_at("sync.mode", "allreduce on a gateway without peers (selmcast multicasts to other sites)", "selmcast");
@@ -71,8 +107,6 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
       errs.add_at("compression.mode", "off with sync.mode selmcast (its updates travel in full precision)",
                   cfg.compression.mode == CompressionMode::kAlways ? "always" : "adaptive");
   }
-  if (!cfg.job.token_file.empty() && cfg.job.workers == 0)
-    errs.add_at("job.token_file", "only with job.workers > 0 (it admits the job's workers)", cfg.job.token_file);
   if (cfg.security.replay_window % 64 != 0)
     errs.add_at("security.replay_window", "a multiple of 64 (the window is kept in 64-bit words)",
                 std::to_string(cfg.security.replay_window));
@@ -80,14 +114,6 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
     errs.add_at("transport.chunk_bytes", "a multiple of 4 (whole float32 values)",
                 std::to_string(cfg.transport.chunk_bytes));
 
-  if (cfg.job.model_bytes % 4 != 0)
-    errs.add_at("job.model_bytes", "a multiple of 4 (whole float32 values)", std::to_string(cfg.job.model_bytes));
-  if (cfg.job.model_bytes && cfg.job.model_bytes / cfg.transport.chunk_bytes + 1 > cfg.transport.max_chunks_per_transfer)
-    errs.add_at("job.model_bytes",
-                "at most transport.max_chunks_per_transfer chunks (" +
-                    std::to_string(cfg.transport.max_chunks_per_transfer) + " of " +
-                    std::to_string(cfg.transport.chunk_bytes) + " B)",
-                std::to_string(cfg.job.model_bytes));
 
   std::set<uint16_t> peer_ids;
   std::set<uint32_t> peer_addrs;

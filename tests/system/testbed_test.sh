@@ -6,6 +6,8 @@
 #                              the kernel-routed links (the global mean)
 #   testbed_test.sh stormgate  the real gateways on net_af_packet (the global mean)
 #   testbed_test.sh stormgate2 the same with two engines per gateway (shards split over them)
+#   testbed_test.sh jobs       three jobs at once through the same gateways (the workers' and
+#                              two synthetic ones), each exact
 #   testbed_test.sh selmcast   sync.mode selmcast (BSP, then SSP): each site's workers get the
 #                              mean of their site's and some other sites' means
 # Skipped (exit 77) without root or network namespaces.
@@ -68,7 +70,22 @@ case "$KIND" in
         { echo "the loaded site's update lag was not measured as such"; exit 1; }
     done
     ;;
-  *) echo "usage: testbed_test.sh stub|stormgate|stormgate2|selmcast"; exit 2 ;;
+  jobs)
+    # Two more jobs (synthetic, different sizes, running until stopped) through the same
+    # gateways while the workers' job runs: every round of every job exact at every site.
+    run stormgate stormgate global --extra-jobs 2:524288:0,3:65536:0
+    for i in 1 2 3; do
+      log="$OUT/logs/gateway-$i.log"
+      for id in 2 3; do
+        line=$(grep "job $id: [0-9]* rounds of" "$log" || true)
+        n=$(sed -n 's/.*job [0-9]*: \([0-9]*\) rounds of.*/\1/p' <<< "$line")
+        [[ -n "$n" && $n -ge 2 && "$line" == *"values equal to the exact mean 100.0000%"* ]] ||
+          { echo "site $i: job $id did not run exact rounds beside the workers' job: ${line:-no summary}"; exit 1; }
+        echo "site $i: $line"
+      done
+    done
+    ;;
+  *) echo "usage: testbed_test.sh stub|stormgate|stormgate2|selmcast|jobs"; exit 2 ;;
 esac
 # Nothing of ours is left behind.
 if ip netns list | grep -q '^sg-'; then

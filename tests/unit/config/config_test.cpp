@@ -422,6 +422,47 @@ TEST(ConfigSecurity, AJobTokenNeedsWorkersAndIsFoundNextToTheConfig) {
   rmdir(dir);
 }
 
+TEST(ConfigJobs, SeveralJobsLoadAndEachIsCheckedByName) {
+  std::string two = std::string(kMinimal) +
+                     "jobs:\n  - {id: 7, model_bytes: 4096, rounds: 3}\n  - {id: 9, model_bytes: 8192, workers: 2}\n";
+  LoadResult r = load_keyed(two, "t.yaml");
+  ASSERT_TRUE(r.config) << all_errors(r);
+  ASSERT_EQ(r.config->jobs.size(), 2u);
+  EXPECT_TRUE(r.config->jobs_listed);
+  EXPECT_EQ(r.config->jobs[1].id, 9u);
+  EXPECT_EQ(r.config->jobs[1].workers, 2u);
+  EXPECT_EQ(r.config->job.id, 7u) << "job is the first of the list";
+  const GatewayConfig j9 = for_job(*r.config, 1);
+  EXPECT_EQ(j9.job.id, 9u);
+  EXPECT_EQ(j9.job.model_bytes, 8192u);
+  // The one-job section still gives a one-job list; no model: no job.
+  r = load_keyed(std::string(kMinimal) + "job: {id: 3, model_bytes: 64}\n", "t.yaml");
+  ASSERT_TRUE(r.config);
+  ASSERT_EQ(r.config->jobs.size(), 1u);
+  EXPECT_EQ(r.config->jobs[0].id, 3u);
+  EXPECT_TRUE(load_keyed(kMinimal, "t.yaml").config->jobs.empty());
+  // Errors name the entry.
+  ConfigError e = one_error(std::string(kMinimal) + "job: {id: 1}\njobs:\n  - {id: 2, model_bytes: 64}\n");
+  EXPECT_EQ(e.key_path, "jobs");
+  e = one_error(std::string(kMinimal) + "jobs:\n  - {id: 2, model_bytes: 64}\n  - {id: 2, model_bytes: 128}\n");
+  EXPECT_EQ(e.key_path, "jobs[1].id");
+  e = one_error(std::string(kMinimal) + "jobs:\n  - {id: 2, model_bytes: 64}\n  - {id: 3}\n");
+  EXPECT_EQ(e.key_path, "jobs[1].model_bytes");
+  e = one_error(std::string(kMinimal) + "jobs:\n  - {id: 2, model_bytes: 66}\n");
+  EXPECT_EQ(e.key_path, "jobs[0].model_bytes");
+  e = one_error(std::string(kMinimal) + "jobs:\n  - {id: 2, model_bytes: 64, worker_timeout_ms: 40000}\n");
+  EXPECT_EQ(e.key_path, "jobs[0].worker_timeout_ms");
+  e = one_error(std::string(kMinimal) + "jobs:\n  - {id: 2, model_bytes: 64, modelbytes: 3}\n");
+  EXPECT_EQ(e.key_path, "jobs[0].modelbytes");
+  e = one_error(std::string(kMinimal) +
+                "jobs:\n  - {id: 2, model_bytes: 64, workers: 1, token_file: t.key}\n  - {id: 3, model_bytes: 64}\n");
+  EXPECT_EQ(e.key_path, "jobs[0].token_file");
+  std::string many = std::string(kMinimal) + "jobs:\n";
+  for (int i = 1; i <= 17; ++i) many += "  - {id: " + std::to_string(i) + ", model_bytes: 64}\n";
+  e = one_error(many);
+  EXPECT_EQ(e.key_path, "jobs");
+}
+
 }  // namespace
 }  // namespace sg::config
 
@@ -451,6 +492,7 @@ std::set<std::string> documented_keys() {
     if (line.rfind("## ", 0) == 0) {
       section = line.substr(3, line.find(' ', 3) - 3);
       sub.clear();
+      keys.insert(section);  // a section or list is a key too (`jobs` has no table of its own)
     } else if (line.rfind("`paths[]`:", 0) == 0) {
       sub = "paths.";
     } else if (line.rfind("| `", 0) == 0 && !section.empty()) {
@@ -487,6 +529,7 @@ TEST(ConfigDocs, EveryKeyTheLoaderReadsIsDocumentedAndNoOther) {
   }
   for (const auto& k : documented) EXPECT_TRUE(loaded.count(k)) << k << " is documented but the loader never reads it";
 }
+
 
 }  // namespace
 }  // namespace sg::config
