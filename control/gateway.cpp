@@ -94,6 +94,20 @@ bool Gateway::start() {
     }
     for (unsigned q = 0; q < workers; ++q) handlers_[q]->attach_shard_engines(handoff_rings_, q);
   }
+  if (dp::jobs_share_links(cfg_)) {
+    // One congestion state per engine and peer, drawn on by every job's senders by weight.
+    // Slots for every sender of every job twice over (a plan switch attaches the new
+    // senders before the old ones leave): attaching never fails on the engine.
+    ltp::LinkShareConfig lc;
+    lc.max_flows = static_cast<uint32_t>(2 * cfg_.jobs.size() * cfg_.topology.shards + 8);
+    const auto sites = dp::job_sites(cfg_);
+    shares_.resize(workers);
+    for (unsigned q = 0; q < workers; ++q)
+      for (uint16_t site : sites)
+        shares_[q].push_back(site == cfg_.site.id ? nullptr
+                                                  : std::make_unique<ltp::LinkShare>(
+                                                        std::make_unique<ltp::DeliveryRateController>(dp::wan_rate(cfg_)), lc));
+  }
   for (size_t k = 0; k < cfg_.jobs.size(); ++k)
     if (!build_job(k, workers)) return false;
   launch_.resize(workers);
@@ -139,8 +153,11 @@ bool Gateway::build_job(size_t k, unsigned workers) {
     js.txs.push_back(std::make_unique<dp::LtpTx>(ports_, nbrs_, routes_, lc));
     if (security_.on()) js.txs.back()->set_sealer(security_.engine_sealers[q].get());
     if (security_.workers_sealed()) js.txs.back()->set_worker_sealer(security_.worker_sealers[q].get());
+    std::vector<ltp::LinkShare*> shares;
+    if (q < shares_.size())
+      for (const auto& sh : shares_[q]) shares.push_back(sh.get());
     js.runners.push_back(std::make_unique<dp::JobRunner>(js.cfg, js.plan, js.policy_version, *js.txs.back(),
-                                                         dp::ShardRole{q, workers}));
+                                                         dp::ShardRole{q, workers}, std::move(shares)));
     if (!handlers_[q]->attach_job(js.runners.back().get(), js.txs.back().get())) {
       SG_LOG(ERR, control, "%s: job %u: engine %u holds %u jobs already\n", cfg_.source.c_str(), id, q,
              dp::GatewayHandler::kMaxJobs);
@@ -497,6 +514,7 @@ bool Gateway::stop() {
     for (rte_ring* r : js->samples) rte_ring_free(r);
   }
   stacks_.clear();
+  shares_.clear();
   for (rte_ring* r : handoff_rings_) rte_ring_free(r);
   handoff_rings_.clear();
   dp::teardown_ports(ports_);

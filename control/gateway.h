@@ -18,6 +18,7 @@
 #include "control/metrics.h"
 #include "control/policy_agent.h"
 #include "dataplane/policy_slot.h"
+#include "ltp/link_share.h"
 #include "measure/link_estimator.h"
 #include "topology/plan.h"
 #include "dataplane/neighbours.h"
@@ -128,6 +129,9 @@ class Gateway {
   dp::Neighbours nbrs_;
   std::vector<dp::PeerRoute> routes_;
   std::vector<std::unique_ptr<dp::GatewayHandler>> handlers_;
+  // [engine][plan site index]: the links several jobs share by weight (null: self, or one
+  // job). Declared before stacks_: the jobs' senders hold flows of these shares.
+  std::vector<std::vector<std::unique_ptr<ltp::LinkShare>>> shares_;
   std::vector<std::unique_ptr<JobStack>> stacks_;  // one per job, in config order
   std::vector<rte_ring*> handoff_rings_;  // per engine: job frames for its shards (MP/SC)
   GatewaySecurity security_;

@@ -30,8 +30,18 @@ bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::strin
   return !plan.shards.empty();
 }
 
+ltp::DeliveryRateConfig wan_rate(const config::GatewayConfig& cfg) {
+  ltp::DeliveryRateConfig r;
+  r.initial_rate = cfg.transport.initial_rate_mbit * 1e6 / 8;
+  return r;
+}
+
+bool jobs_share_links(const config::GatewayConfig& cfg) {
+  return cfg.jobs.size() > 1 && cfg.transport.rate_controller != config::RateController::kAimd;
+}
+
 JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx,
-                     ShardRole role)
+                     ShardRole role, std::vector<ltp::LinkShare*> link_shares)
     : cfg_(cfg), tx_(tx), sites_(job_sites(cfg)), role_(role) {
   for (size_t i = 0; i < sites_.size(); ++i)
     if (sites_[i] == cfg.site.id) self_ = static_cast<int>(i);
@@ -41,7 +51,9 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sc.site_nodes = sites_;
   sc.chunk_bytes = cfg.transport.chunk_bytes;
   sc.receiver = wan_receiver(cfg);
-  sc.rate.initial_rate = cfg.transport.initial_rate_mbit * 1e6 / 8;
+  sc.rate = wan_rate(cfg);
+  sc.link_shares = std::move(link_shares);
+  sc.weight = cfg.job.weight;
   sc.reliable_baseline = cfg.transport.rate_controller == config::RateController::kAimd;
   sc.round_timeout = static_cast<Nanos>(cfg.job.round_timeout_ms) * kMilli;
   sc.seed = cfg.site.id * 31u + role.engine;

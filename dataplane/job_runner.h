@@ -71,6 +71,11 @@ bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::strin
 
 // The receiver of WAN transfers as transport.* configures it (both sync modes).
 ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg);
+// LTP's rate controller settings for WAN senders (transport.*).
+ltp::DeliveryRateConfig wan_rate(const config::GatewayConfig& cfg);
+// Whether the gateway's jobs share each engine's links by weight (ltp::LinkShare): with more
+// than one job, on LTP's own controller.
+bool jobs_share_links(const config::GatewayConfig& cfg);
 
 struct ShardRole {
   uint32_t engine = 0;   // this engine's index
@@ -79,8 +84,10 @@ struct ShardRole {
 
 class JobRunner final : private sync::SampleSink, private sync::ResultSink {
  public:
+  // `link_shares` (plan site index -> this engine's shared link state, or null): see
+  // sync::SyncConfig::link_shares; empty: the job's senders have their own controllers.
   JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx,
-            ShardRole role = {});
+            ShardRole role = {}, std::vector<ltp::LinkShare*> link_shares = {});
 
   // Lead (engine 0) of a job split over engines: links[i] and runners[i] are engine i + 1's.
   void attach_followers(std::vector<EngineLink*> links, std::vector<const JobRunner*> runners);

@@ -169,6 +169,8 @@ struct JobConfig {
   // The job's token (a secret file like security.key_file): when set, the gateway takes a
   // worker's messages only sealed with keys derived from it, and seals what it sends them.
   std::string token_file;
+  // Its share of the WAN against the gateway's other jobs (jobs list only): 1..16.
+  uint32_t weight = 1;
 };
 
 // Stormgate's own impairment layer (this kernel has no netem): received LTP DATA from other

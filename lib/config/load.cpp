@@ -173,6 +173,12 @@ void read_job_keys(MapReader& r, JobConfig& j) {
   r.string("token_file", j.token_file, false, 4096);
 }
 
+// `jobs` entries also carry their weight.
+void read_listed_job_keys(MapReader& r, JobConfig& j) {
+  read_job_keys(r, j);
+  r.integer("weight", 1, 16, j.weight);
+}
+
 // `job` (one job) or `jobs` (a list of them, each with job's keys); not both.
 void read_jobs(MapReader& top, const YAML::Node& root, ErrorList& errs, GatewayConfig& cfg) {
   {
@@ -189,7 +195,7 @@ void read_jobs(MapReader& top, const YAML::Node& root, ErrorList& errs, GatewayC
   for_each_item(list, "jobs", errs, [&](const YAML::Node& n, const std::string& p) {
     JobConfig j;
     MapReader r(n, p, errs);
-    read_job_keys(r, j);
+    read_listed_job_keys(r, j);
     cfg.jobs.push_back(j);
   });
   if (!cfg.jobs.empty()) cfg.job = cfg.jobs.front();

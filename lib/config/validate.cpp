@@ -74,6 +74,9 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
       check_job(j, at);
       if (!ids.insert(j.id).second) errs.add_at(at + ".id", "a job id used once", "a second job " + std::to_string(j.id));
       if (j.model_bytes == 0) errs.add_at(at + ".model_bytes", "the job's gradient bytes (more than 0)", "0");
+      if (j.weight != 1 && cfg.sync.mode == SyncMode::kSelmcast)
+        errs.add_at(at + ".weight", "1 with sync.mode selmcast (its senders do not share links by weight)",
+                    std::to_string(j.weight));
       // The workers' token is checked per engine with one key set: one job's for now.
       if (!j.token_file.empty() && cfg.jobs.size() > 1)
         errs.add_at(at + ".token_file", "unset when the gateway runs several jobs (per-job tokens: not yet supported)",

@@ -8,7 +8,10 @@
 namespace sg::ltp {
 
 LinkShare::LinkShare(std::unique_ptr<RateController> link, const LinkShareConfig& cfg)
-    : link_(std::move(link)), slots_(std::max<uint32_t>(cfg.max_flows, 1)), marks_(std::max<uint32_t>(cfg.history, 16)) {
+    : link_(std::move(link)),
+      slots_(std::max<uint32_t>(cfg.max_flows, 1)),
+      marks_(std::max<uint32_t>(cfg.history, 16)),
+      groups_(slots_.size()) {
   if (!link_) throw std::invalid_argument("LinkShare: no link controller");
 }
 
@@ -20,13 +23,30 @@ const char* LinkShare::weight_error(uint64_t weight) {
   return nullptr;
 }
 
-std::unique_ptr<LinkShare::Flow> LinkShare::attach(uint64_t weight) {
+std::unique_ptr<LinkShare::Flow> LinkShare::attach(uint64_t weight, uint64_t group) {
   if (const char* e = weight_error(weight)) throw std::invalid_argument(std::string("LinkShare::attach: ") + e);
   for (uint32_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i].used) continue;
+    // Its group: the one with this key, else a free entry (there is one per slot).
+    uint32_t g = static_cast<uint32_t>(groups_.size());
+    if (group != kOwnGroup)
+      for (uint32_t k = 0; k < groups_.size() && g == groups_.size(); ++k)
+        if (groups_[k].used && groups_[k].key == group) g = k;
+    if (g == groups_.size()) {
+      for (uint32_t k = 0; k < groups_.size() && g == groups_.size(); ++k)
+        if (!groups_[k].used) g = k;
+      groups_[g] = Group{};
+      groups_[g].used = true;
+      groups_[g].key = group;
+    }
+    Group& gr = groups_[g];
+    if (gr.backlogged) backlogged_weight_ = backlogged_weight_ - gr.weight + weight;
+    gr.weight = static_cast<uint32_t>(weight);
+    ++gr.flows;
     slots_[i] = Slot{};
     slots_[i].used = true;
     slots_[i].weight = static_cast<uint32_t>(weight);
+    slots_[i].group = g;
     ++attached_;
     return std::unique_ptr<Flow>(new Flow(*this, i));
   }
@@ -39,13 +59,20 @@ void LinkShare::detach(uint32_t slot) {
   stop(s);
   s.used = false;
   --attached_;
+  if (--groups_[s.group].flows == 0) groups_[s.group].used = false;
 }
 
 void LinkShare::set_backlogged(Slot& s, bool b) {
   if (s.backlogged == b) return;
   s.backlogged = b;
-  if (b) backlogged_weight_ += s.weight;
-  else backlogged_weight_ -= s.weight;
+  Group& g = groups_[s.group];
+  if (b) {
+    ++backlogged_flows_;
+    if (g.backlogged++ == 0) backlogged_weight_ += g.weight;
+  } else {
+    --backlogged_flows_;
+    if (--g.backlogged == 0) backlogged_weight_ -= g.weight;
+  }
 }
 
 void LinkShare::set_inflight(Slot& s, uint64_t v) {
@@ -133,7 +160,7 @@ void LinkShare::ack(uint32_t slot, const AckEvent& ev) {
   le.delivered = delivered_;
   le.inflight_bytes = inflight_;
   // App-limited only if the whole link was: another flow with chunks to send kept it busy.
-  le.app_limited = ev.app_limited && backlogged_weight_ == (s.backlogged ? s.weight : 0);
+  le.app_limited = ev.app_limited && backlogged_flows_ == (s.backlogged ? 1u : 0u);
   link_->on_ack(le);
 }
 
@@ -155,9 +182,12 @@ void LinkShare::loss(uint32_t slot, const LossEvent& ev) {
 }
 
 double LinkShare::part(uint32_t slot) const {
+  // A flow with nothing to send is counted in as if it had (its group with it).
   const Slot& s = slots_[slot];
-  const uint64_t w = backlogged_weight_ + (s.backlogged ? 0 : s.weight);
-  return static_cast<double>(s.weight) / static_cast<double>(w);
+  const Group& g = groups_[s.group];
+  const uint64_t w = backlogged_weight_ + (g.backlogged == 0 ? g.weight : 0);
+  const uint32_t n = g.backlogged + (s.backlogged ? 0 : 1);
+  return static_cast<double>(g.weight) / static_cast<double>(w) / static_cast<double>(n);
 }
 
 // Flow: forwards to its share.

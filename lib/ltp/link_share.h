@@ -14,6 +14,10 @@
 //   link rate/window    = the link controller's, fed by every flow's ACKs and losses;
 //   flow i's part       = weight_i / (sum of the weights of flows with something to send)
 //                         (a flow with nothing to send is counted in as if it had);
+//   groups:               flows attached with one group key (a job's senders to this peer)
+//                         share one weight: the group's part, split evenly among its flows
+//                         with something to send, so a job draws its weight however many of
+//                         its shards are sending at the moment;
 //   work conserving:      a flow idle (waiting for ACKs or upstream chunks) or done gives its
 //                         part to the others at their next poll; a Flow destroyed leaves.
 //
@@ -90,9 +94,12 @@ class LinkShare {
   // nullptr if `weight` is valid, else why not (for config checks that must not throw).
   static const char* weight_error(uint64_t weight);
 
-  // A controller for one Sender to this peer, with `weight`. Throws std::invalid_argument for
-  // a weight weight_error refuses, std::length_error when max_flows flows are attached.
-  std::unique_ptr<Flow> attach(uint64_t weight);
+  // A controller for one Sender to this peer, with `weight`, alone or in the group `group`
+  // (flows of one group share the group's weight; the last attach sets it). Throws
+  // std::invalid_argument for a weight weight_error refuses, std::length_error when
+  // max_flows flows are attached.
+  static constexpr uint64_t kOwnGroup = ~0ull;
+  std::unique_ptr<Flow> attach(uint64_t weight, uint64_t group = kOwnGroup);
 
   const RateController& link() const { return *link_; }
   uint32_t flows() const { return attached_; }
@@ -108,6 +115,7 @@ class LinkShare {
     bool running = false;
     bool backlogged = false;
     uint32_t weight = 0;
+    uint32_t group = 0;  // index into groups_
     uint32_t mss = 1400;
     uint64_t inflight = 0;
     Nanos last_delivery = -1;  // its newest ACK that acknowledged something
@@ -135,7 +143,16 @@ class LinkShare {
   size_t marks_head_ = 0, marks_len_ = 0;
   uint32_t attached_ = 0;
   uint32_t running_ = 0;
-  uint64_t backlogged_weight_ = 0;
+  uint64_t backlogged_weight_ = 0;  // of the groups with a flow that has something to send
+  uint32_t backlogged_flows_ = 0;
+  struct Group {
+    bool used = false;
+    uint64_t key = kOwnGroup;
+    uint32_t weight = 0;
+    uint32_t flows = 0;       // attached
+    uint32_t backlogged = 0;  // of them with something to send
+  };
+  std::vector<Group> groups_;  // as many as slots: every flow may be its own group
   uint64_t delivered_ = 0;
   uint64_t inflight_ = 0;
   uint64_t timeouts_absorbed_ = 0;

@@ -67,7 +67,7 @@ SharedLink::SharedLink(const SharedLinkSpec& spec) : spec_(spec), rng_(spec.seed
     fl->job = static_cast<uint32_t>(i + 1);
     fl->chunks = static_cast<uint32_t>(std::max<uint64_t>((fl->spec.bytes + spec.chunk_bytes - 1) / spec.chunk_bytes, 1));
     fl->data.assign(static_cast<size_t>(fl->chunks) * real_chunk_, 0x5a);
-    if (share_) fl->rc = share_->attach(fl->spec.weight);
+    if (share_) fl->rc = share_->attach(fl->spec.weight, fl->spec.group);
     else fl->rc = std::make_unique<ltp::DeliveryRateController>();
     ltp::SenderConfig sc;
     sc.local_node = 1;

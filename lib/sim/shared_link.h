@@ -23,6 +23,7 @@ struct SharedFlowSpec {
   uint32_t transfers = 1;      // back to back, as a gateway's rounds
   Nanos start = 0;
   bool streaming = false;      // chunks go only once released (SharedLink::release)
+  uint64_t group = ltp::LinkShare::kOwnGroup;  // flows of one job share its weight
 };
 
 struct SharedLinkSpec {

@@ -220,15 +220,19 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
       rtt[o->peer] = {o->sender->srtt() > 0 ? o->sender->srtt() : o->sender->rto_hint() / 3, o->sender->min_rtt()};
   // Their rate controllers too: a controller keeps its path's model across transfers, so a
   // new plan's sender to the same peer starts at the known rate instead of from startup.
+  // (With link shares the link's model lives in the share: every sender attaches anew, with
+  // its part of the job's weight under the new plan.)
   std::vector<std::vector<std::unique_ptr<ltp::RateController>>> kept(plan.num_sites);
   for (auto& o : outs_)
-    if (o->peer >= 0 && o->peer < plan.num_sites && o->rc) kept[o->peer].push_back(std::move(o->rc));
+    if (o->peer >= 0 && o->peer < plan.num_sites && o->rc && !shared(o->peer)) kept[o->peer].push_back(std::move(o->rc));
   for (auto& o : outs) {
     ltp::SenderConfig sc = cfg_.sender;
     sc.local_node = cfg_.self_node;
     sc.peer_node = cfg_.site_nodes[o->peer];
     sc.max_chunks = max_chunks;
-    if (!kept[o->peer].empty()) {
+    if (shared(o->peer)) {
+      o->rc = cfg_.link_shares[o->peer]->attach(cfg_.weight, cfg_.job);  // the job's senders: one group
+    } else if (!kept[o->peer].empty()) {
       o->rc = std::move(kept[o->peer].back());
       kept[o->peer].pop_back();
     } else {

@@ -61,6 +61,7 @@
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
 #include "ltp/delivery_rate_controller.h"
+#include "ltp/link_share.h"
 #include "ltp/tcp_cc.h"
 #include "topology/plan.h"
 
@@ -89,6 +90,14 @@ struct SyncConfig {
   // done here when its own shards are. 1: every shard.
   uint32_t shard_engine = 0;
   uint32_t shard_engines = 1;
+  // Several jobs on one engine share the WAN by weight: link_shares[i] (plan site index i;
+  // null: none) is the engine's shared congestion state toward that site (ltp/link_share.h),
+  // owned by the gateway, used by every job's senders on this engine. This job's senders to
+  // a site form one group of `weight` (1..16) and split it among those with something to
+  // send, so the job draws its weight whatever its shard count. Empty: every sender has its
+  // own controller.
+  std::vector<ltp::LinkShare*> link_shares;
+  uint32_t weight = 1;
 };
 
 struct SyncStats {
@@ -166,6 +175,10 @@ class SiteSync final : private ltp::ReceiverSink {
   Nanos poll(Nanos now, ltp::PacketSink& tx);
 
   bool running() const { return running_; }
+  // Senders to plan site `peer` draw from a shared link state (SyncConfig::link_shares).
+  bool shared(int peer) const {
+    return peer >= 0 && static_cast<size_t>(peer) < cfg_.link_shares.size() && cfg_.link_shares[peer] != nullptr;
+  }
   bool round_done() const { return done_; }
   // Between rounds (a config reload): the timeout of the rounds begun from now on.
   void set_round_timeout(Nanos t) { cfg_.round_timeout = t; }

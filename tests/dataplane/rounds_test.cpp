@@ -90,6 +90,7 @@ class LossyHandler final : public PacketHandler {
 
 struct Site {
   config::GatewayConfig cfg;
+  std::vector<std::unique_ptr<ltp::LinkShare>> shares;  // declared first: outlive the jobs' senders
   // A second job through the same handler (add_job): its own config, plan, sink and state.
   config::GatewayConfig cfg2;
   topo::Plan plan2;
@@ -255,17 +256,43 @@ struct Testbed {
 
   // A second job (id 2, its own model size and rounds) on every site's engine 0, beside the
   // first: the handler routes each message by the job its header names.
-  void add_job(uint64_t model_bytes, uint32_t rounds) {
+  // shared: both jobs' senders draw on one ltp::LinkShare per peer (weights 1 and 2), as a
+  // gateway of several jobs runs them; the first job is rebuilt onto the shares.
+  void add_job(uint64_t model_bytes, uint32_t rounds, bool shared = false) {
     for (auto& s : sites) {
       s.cfg2 = s.cfg;
       s.cfg2.job.id = 2;
       s.cfg2.job.model_bytes = model_bytes;
       s.cfg2.job.rounds = rounds;
+      s.cfg2.job.weight = 2;
+      std::vector<ltp::LinkShare*> shares;
+      if (shared) {
+        for (uint16_t site : job_sites(s.cfg)) {
+          s.shares.push_back(site == s.cfg.site.id ? nullptr
+                                                   : std::make_unique<ltp::LinkShare>(
+                                                         std::make_unique<ltp::DeliveryRateController>(wan_rate(s.cfg))));
+          shares.push_back(s.shares.back().get());
+        }
+        // The first job, not yet started, onto the shares too (one slot per job id: a new handler).
+        // (In dependency order: the engine and job use the handler's counters through tx.)
+        s.engine.reset();
+        s.lossy.reset();
+        s.job.reset();
+        s.tx.reset();
+        s.handler = std::make_unique<GatewayHandler>(s.cfg, s.ports, s.nbrs, s.routes, true);
+        if (s.opener) s.handler->attach_security(s.opener.get(), s.sealer.get());
+        s.tx = std::make_unique<LtpTx>(s.ports, s.nbrs, s.routes, const_cast<LtpCounters&>(s.handler->ltp()));
+        if (s.sealer) s.tx->set_sealer(s.sealer.get());
+        s.job = std::make_unique<JobRunner>(s.cfg, plan, 1, *s.tx, ShardRole{}, shares);
+        EXPECT_TRUE(s.handler->attach_job(s.job.get(), s.tx.get()));
+        s.lossy = std::make_unique<LossyHandler>(*s.handler, 0.0, 100);
+        s.engine = std::make_unique<Engine>(s.ports, pool, *s.lossy, EngineParams{});
+      }
       std::string err;
       EXPECT_TRUE(initial_plan(s.cfg2, s.plan2, err)) << err;
       s.tx2 = std::make_unique<LtpTx>(s.ports, s.nbrs, s.routes, const_cast<LtpCounters&>(s.handler->ltp()));
       if (s.sealer) s.tx2->set_sealer(s.sealer.get());
-      s.job2 = std::make_unique<JobRunner>(s.cfg2, s.plan2, 1, *s.tx2);
+      s.job2 = std::make_unique<JobRunner>(s.cfg2, s.plan2, 1, *s.tx2, ShardRole{}, shares);
       EXPECT_TRUE(s.handler->attach_job(s.job2.get(), s.tx2.get()));
       EXPECT_FALSE(s.handler->attach_job(s.job2.get(), s.tx2.get())) << "one slot per job id";
     }
@@ -355,8 +382,10 @@ TEST(GatewayRounds, ThreeSitesGetExactlyTheMeanEveryRound) {
 // Two jobs with different models through the same gateways at once: each its own rounds and
 // exact means (a job nobody runs here is refused: HostileFramesAreCountedDropsNotCrashes).
 TEST(GatewayRounds, TwoJobsAtOnceEachGetTheirOwnExactMeans) {
-  Testbed tb("j2", 0.0, 3, 256 * 1024);
-  tb.add_job(96 * 1024, 5);
+  for (bool shared : {false, true}) {
+  SCOPED_TRACE(shared ? "links shared by weight" : "a controller per sender");
+  Testbed tb(shared ? "j2s" : "j2", 0.0, 3, 256 * 1024);
+  tb.add_job(96 * 1024, 5, shared);
   ASSERT_TRUE(tb.run(std::chrono::seconds(90)));
   for (auto& s : tb.sites) {
     const auto& a = s.job->counters();
@@ -369,9 +398,15 @@ TEST(GatewayRounds, TwoJobsAtOnceEachGetTheirOwnExactMeans) {
     EXPECT_EQ(b.values_exact.get(), b.values_checked.get()) << s.cfg.site.name;
     EXPECT_EQ(s.engine->counters().total_drops(), 0u);
     EXPECT_EQ(s.handler->ltp().other_job.get(), 0u);
+    if (shared) {
+      uint64_t delivered = 0;
+      for (const auto& sh : s.shares) delivered += sh ? sh->delivered() : 0;
+      EXPECT_GT(delivered, 0u) << "the senders drew on the shared links";
+    }
   }
   tb.shutdown();
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
+  }
 }
 
 TEST(GatewayRounds, PlainModeStillRunsWhenTheConfigAsksForIt) {

@@ -424,13 +424,15 @@ TEST(ConfigSecurity, AJobTokenNeedsWorkersAndIsFoundNextToTheConfig) {
 
 TEST(ConfigJobs, SeveralJobsLoadAndEachIsCheckedByName) {
   std::string two = std::string(kMinimal) +
-                     "jobs:\n  - {id: 7, model_bytes: 4096, rounds: 3}\n  - {id: 9, model_bytes: 8192, workers: 2}\n";
+                     "jobs:\n  - {id: 7, model_bytes: 4096, rounds: 3}\n  - {id: 9, model_bytes: 8192, workers: 2, weight: 3}\n";
   LoadResult r = load_keyed(two, "t.yaml");
   ASSERT_TRUE(r.config) << all_errors(r);
   ASSERT_EQ(r.config->jobs.size(), 2u);
   EXPECT_TRUE(r.config->jobs_listed);
   EXPECT_EQ(r.config->jobs[1].id, 9u);
   EXPECT_EQ(r.config->jobs[1].workers, 2u);
+  EXPECT_EQ(r.config->jobs[1].weight, 3u);
+  EXPECT_EQ(r.config->jobs[0].weight, 1u);
   EXPECT_EQ(r.config->job.id, 7u) << "job is the first of the list";
   const GatewayConfig j9 = for_job(*r.config, 1);
   EXPECT_EQ(j9.job.id, 9u);
@@ -457,6 +459,13 @@ TEST(ConfigJobs, SeveralJobsLoadAndEachIsCheckedByName) {
   e = one_error(std::string(kMinimal) +
                 "jobs:\n  - {id: 2, model_bytes: 64, workers: 1, token_file: t.key}\n  - {id: 3, model_bytes: 64}\n");
   EXPECT_EQ(e.key_path, "jobs[0].token_file");
+  e = one_error(std::string(kMinimal) + "jobs:\n  - {id: 2, model_bytes: 64, weight: 17}\n");
+  EXPECT_EQ(e.key_path, "jobs[0].weight");
+  e = one_error(std::string(kMinimal) + "job: {id: 2, model_bytes: 64, weight: 2}\n");
+  EXPECT_EQ(e.key_path, "job.weight") << "a weight needs other jobs to weigh against";
+  e = one_error(std::string(kMinimal) + "sync: {mode: selmcast, p: 1}\ncompression: {mode: off}\n"
+                                        "jobs:\n  - {id: 2, model_bytes: 64, weight: 2}\n  - {id: 3, model_bytes: 64}\n");
+  EXPECT_EQ(e.key_path, "jobs[0].weight");
   std::string many = std::string(kMinimal) + "jobs:\n";
   for (int i = 1; i <= 17; ++i) many += "  - {id: " + std::to_string(i) + ", model_bytes: 64}\n";
   e = one_error(many);

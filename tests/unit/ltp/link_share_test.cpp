@@ -70,6 +70,25 @@ TEST(LinkShare, WeightsFiveToOne) {
   EXPECT_NEAR(r / 5, 1.0, 0.10) << "goodput ratio " << r;
 }
 
+// Jobs, not senders, hold the weights: job A (weight 2) sends over three senders, job B
+// (weight 1) over one, and A still gets twice B, not six times.
+TEST(LinkShare, AJobsSendersShareItsWeight) {
+  auto s = link_spec(true);
+  s.flows = {flow(2, 200), flow(2, 200), flow(2, 200), flow(1, 200)};
+  for (int i = 0; i < 3; ++i) s.flows[i].group = 7;
+  s.flows[3].group = 9;
+  sim::SharedLink l(s);
+  l.run_until(1 * kSecond);
+  uint64_t a0 = 0;
+  for (int i = 0; i < 3; ++i) a0 += l.delivered(i);
+  const uint64_t b0 = l.delivered(3);
+  l.run_until(6 * kSecond);
+  uint64_t a1 = 0;
+  for (int i = 0; i < 3; ++i) a1 += l.delivered(i);
+  const double r = static_cast<double>(a1 - a0) / static_cast<double>(l.delivered(3) - b0);
+  EXPECT_NEAR(r / 2, 1.0, 0.10) << "job goodput ratio " << r;
+}
+
 // One job alone on the link: as fast as today's sender with its own controller, over several
 // back-to-back transfers (the path model carries over between them in both).
 TEST(LinkShare, SoloFlowMatchesPlainSender) {

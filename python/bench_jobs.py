@@ -1,0 +1,96 @@
+"""perf/bench jobs: several training jobs through the same gateways, sharing the WAN by weight.
+
+Real gateways on scripts/testbed, 2 sites joined by tools/wanem as one 100 Mbit/s link of
+40 ms RTT with a 1 MB drop-tail queue (saturated by either job alone), synthetic jobs of 16 MB
+per round (the gateways make and check the gradients; 4 MB in --quick), 30 s per run (15 s),
+the arms alternated:
+  weighted  job 1 (weight 2) and job 2 (weight 1) at once: share_ratio_error = |the ratio of
+            their goodputs / 2 - 1| (goodput: bytes per round over the job's mean round time,
+            from the gateways' summaries)
+  solo      job 1 on a gateway that also holds job 2, whose workers never come (idle), against
+            job 1 on a gateway that runs only it: solo_fraction = the first goodput / the second
+register_ms: jobs announced by their workers are not built yet, so there is no registration
+to time (null)."""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PROFILE = """sites: 2
+source: "perf/bench jobs: one saturated link, 40 ms RTT"
+default: {delay_ms: 20, rate_mbit: 100, queue_kb: 1000}
+"""
+
+
+def run(extra_jobs, weight, duration, nbytes, wan):
+    """One testbed run; returns {job id: goodput bytes/s} from site 1's gateway summary."""
+    cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", "2", "--workers", "0", "--wan", wan,
+           "--model-bytes", str(nbytes), "--duration", str(duration), "--keep-logs",
+           "--job-weight", str(weight)]
+    if extra_jobs:
+        cmd += ["--extra-jobs", extra_jobs]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    m = re.search(r"logs kept in (\S+)", p.stderr + p.stdout)
+    logs = m.group(1) if m else ""
+    try:
+        if p.returncode != 0 or not logs:
+            raise SystemExit("testbed run failed (%s): %s" % (extra_jobs, (p.stderr + p.stdout)[-2000:]))
+        out = {}
+        with open(os.path.join(logs, "gateway-1.log")) as f:
+            for line in f:
+                mm = re.search(r"job (\d+): (\d+) rounds of (\d+) bytes, mean round ([0-9.]+) ms.*exact mean ([0-9.]+)%", line)
+                if mm and int(mm.group(2)) > 0:
+                    if float(mm.group(5)) < 100.0:
+                        raise SystemExit("job %s: inexact results: %s" % (mm.group(1), line))
+                    out[int(mm.group(1))] = int(mm.group(3)) / (float(mm.group(4)) / 1e3)
+        return out
+    finally:
+        if logs.startswith("/tmp/"):
+            shutil.rmtree(logs, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("skipped: the testbed needs root", flush=True)
+        print('{"bench": "jobs", "skipped": "needs root"}')
+        return 0
+    duration, alts, nbytes = (15, 1, 4 << 20) if a.quick else (30, 3, 16 << 20)
+    tmp = tempfile.mkdtemp(prefix="sg-jobs-")
+    wan = os.path.join(tmp, "link.yaml")
+    with open(wan, "w") as f:
+        f.write(PROFILE)
+    print("2 sites, one 100 Mbit/s link of 40 ms RTT, %d MB synthetic jobs, %d s per run, %d alternation(s)"
+          % (nbytes >> 20, duration, alts), flush=True)
+    ratios, solo = [], []
+    for _ in range(alts):
+        g = run("2:%d:0:1" % nbytes, 2, duration, nbytes, wan)
+        r = g[1] / g[2]
+        ratios.append(r)
+        print("  weights 2:1   job 1 %.1f Mbit/s, job 2 %.1f Mbit/s, ratio %.3f" % (g[1] * 8e-6, g[2] * 8e-6, r),
+              flush=True)
+        shared = run("2:%d:0:1:1" % nbytes, 1, duration, nbytes, wan)[1]
+        alone = run("", 1, duration, nbytes, wan)[1]
+        solo.append(shared / alone)
+        print("  job 1 beside an idle job %.1f Mbit/s, on its own gateway %.1f Mbit/s, fraction %.3f"
+              % (shared * 8e-6, alone * 8e-6, shared / alone), flush=True)
+    ratio = statistics.median(ratios)
+    line = {"bench": "jobs", "share_ratio": round(ratio, 4), "share_ratio_error": round(abs(ratio / 2 - 1), 4),
+            "solo_fraction": round(statistics.median(solo), 4), "register_ms": None, "runs": alts,
+            "seconds_per_run": duration}
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(line))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
