@@ -248,7 +248,8 @@ void Gateway::print_job_summary(const JobStack& js) const {
               (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.peers_moved_on.get(),
               (unsigned long long)rc.retransmits.get(), exact);
   if (js.runners.size() > 1 && stacks_.size() == 1) {
-    // How the job spread over the engines (shards s % engines == q under the plan in force).
+    // How the job spread over the engines (shards s % engines == q under the plan in force);
+    // the engines' LTP counters are not per job, so only with one job.
     const size_t shards = js.plan.shards.size(), e = js.runners.size();
     for (size_t q = 0; q < e; ++q) {
       const auto& l = handlers_[q]->ltp();

@@ -98,6 +98,14 @@ class GatewayHandler final : public PacketHandler {
     uint16_t udp_port;
     wire::MacAddr mac;
   };
+  // One job's state on this engine.
+  struct JobSlot {
+    uint32_t id = 0;
+    JobRunner* runner = nullptr;
+    LtpTx* tx = nullptr;
+    rte_ring* ctl_in = nullptr;   // to its control thread
+    rte_ring* ctl_out = nullptr;  // from it
+  };
   // An LTP message inside a received frame (the mbuf still owns the bytes).
   struct LtpIn {
     std::span<const uint8_t> msg;
@@ -106,6 +114,7 @@ class GatewayHandler final : public PacketHandler {
     Src src;
     int prev_hop = -1;           // peer index of the source address (-1: none)
     bool relayed_to_us = false;  // came through a relay site
+    JobSlot* job = nullptr;  // the attached job it names (admit_st looks it up once)
   };
   enum class Verdict { kDeliver, kTaken };
 
@@ -133,14 +142,6 @@ class GatewayHandler final : public PacketHandler {
   void count_rx(const LtpIn& in, EngineIo& io);
   void deliver_st(EngineIo& io, uint16_t port_index, const LtpIn& in, uint64_t now_tsc);
   unsigned owner_of(const wire::CommonInfo& common, std::span<const uint8_t> msg) const;
-  // One job's state on this engine.
-  struct JobSlot {
-    uint32_t id = 0;
-    JobRunner* runner = nullptr;
-    LtpTx* tx = nullptr;
-    rte_ring* ctl_in = nullptr;   // to its control thread
-    rte_ring* ctl_out = nullptr;  // from it
-  };
   // The attached job with this id, or null. A linear look-up: a handful of jobs.
   JobSlot* job_of(uint32_t id) {
     for (unsigned i = 0; i < njobs_; ++i)

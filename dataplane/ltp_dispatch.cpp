@@ -33,7 +33,7 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
   if (authenticate_st(io, m, in) == Verdict::kTaken) return;
   count_rx(in, io);
   const bool to_control = in.common.type == wire::MsgType::kControl || in.common.type == wire::MsgType::kProbe;
-  JobSlot* js = njobs_ ? job_of(in.common.job) : nullptr;
+  JobSlot* js = in.job;
   if (js && js->ctl_in && to_control) {
     // Control-plane messages belong to the control thread: the frame moves there whole. A
     // probe's arrival time is what it measures: stamped now, in the frame the control thread
@@ -70,7 +70,13 @@ GatewayHandler::Verdict GatewayHandler::admit_st(EngineIo& io, rte_mbuf* m, LtpI
     ltp_.bad_version.add();
     return refuse(Drop::kBadLtp);
   }
-  if ((njobs_ || handoff_) && !our_job(in.common.job)) {
+  if (njobs_) {
+    in.job = job_of(in.common.job);
+    if (!in.job) {
+      ltp_.other_job.add();
+      return refuse(Drop::kLtpRefused);
+    }
+  } else if (handoff_ && in.common.job != cfg_.job.id) {
     ltp_.other_job.add();
     return refuse(Drop::kLtpRefused);
   }
@@ -121,7 +127,7 @@ void GatewayHandler::count_rx(const LtpIn& in, EngineIo& io) {
 }
 
 void GatewayHandler::deliver_st(EngineIo& io, uint16_t port_index, const LtpIn& in, uint64_t now_tsc) {
-  JobSlot* js = njobs_ ? job_of(in.common.job) : nullptr;  // admitted: attached if any is
+  JobSlot* js = in.job;  // admit_st: attached if any is
   if (!js) {
     if (in.common.type == wire::MsgType::kData && !wire::parse_data(in.msg)) io.counters().drop(Drop::kBadLtp);
     return;
