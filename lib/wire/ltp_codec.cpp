@@ -1,4 +1,5 @@
 #include "wire/ltp_codec.h"
+#include "wire/job_msg.h"
 
 #include <cstring>
 
@@ -56,6 +57,7 @@ size_t ltp_header_len(MsgType t) {
     case MsgType::kControl: return sizeof(ControlHeader);
     case MsgType::kReject: return sizeof(RejectHeader);
     case MsgType::kProbe: return sizeof(ProbeHeader);
+    case MsgType::kJob: return sizeof(JobHeader);
   }
   return 0;
 }

@@ -26,6 +26,7 @@ enum class MsgType : uint8_t {
   kControl = 4,  // reliable small control-plane message (or a pure ack of one)
   kReject = 5,   // "I do not speak your version" (or other refusal)
   kProbe = 6,    // one packet of a probe train on a link no job traffic measures
+  kJob = 7,      // a job announced by its workers and agreed between gateways (job_msg.h)
 };
 
 // Flag bits (LtpCommon::flags).
