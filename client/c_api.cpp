@@ -1,4 +1,5 @@
 // C ABI over sg::client::Worker: no exception crosses it.
+#include <cstddef>
 #include <memory>
 #include <new>
 #include <string>
@@ -31,7 +32,16 @@ void sg_worker_options_init(sg_worker_options* o) {
   o->token_file = nullptr;
 }
 
-int sg_worker_open(const sg_worker_options* o, sg_worker** out) {
+void sg_job_options_init(sg_job_options* j) {
+  if (!j) return;
+  j->size = sizeof(sg_job_options);
+  j->workers = 0;
+  j->weight = 1;
+}
+
+int sg_worker_open(const sg_worker_options* o, sg_worker** out) { return sg_worker_open2(o, nullptr, out); }
+
+int sg_worker_open2(const sg_worker_options* o, const sg_job_options* j, sg_worker** out) {
   if (!out) return SG_ERR_INVALID_ARGUMENT;
   *out = nullptr;
   try {
@@ -51,6 +61,16 @@ int sg_worker_open(const sg_worker_options* o, sg_worker** out) {
     wo.bind_host = o->bind_host ? o->bind_host : "0.0.0.0";
     wo.bind_port = o->bind_port;
     wo.token_file = o->token_file ? o->token_file : "";
+    if (j) {
+      // A caller built against an older, shorter sg_job_options: only what its size covers.
+      constexpr size_t kV1 = offsetof(sg_job_options, weight) + sizeof(j->weight);
+      if (j->size < kV1) {
+        h->error = "sg_job_options.size is " + std::to_string(j->size) + ": call sg_job_options_init first";
+        return SG_ERR_INVALID_ARGUMENT;
+      }
+      wo.announce_workers = j->workers;
+      wo.weight = j->weight;
+    }
     h->w = std::make_unique<sg::client::Worker>(wo);
     if (!h->w->status().ok()) {
       h->error = h->w->status().message;
@@ -62,7 +82,11 @@ int sg_worker_open(const sg_worker_options* o, sg_worker** out) {
   }
 }
 
-void sg_worker_close(sg_worker* w) { delete w; }
+void sg_worker_close(sg_worker* w) { delete w; }  // an announcing Worker sends kLeave as it goes
+
+void sg_worker_leave(sg_worker* w) {
+  if (w && w->w) w->w->leave();
+}
 
 namespace {
 int call(sg_worker* w, void* data, size_t n, int dtype, uint32_t round, uint32_t timeout_ms, bool streaming) {

@@ -49,11 +49,32 @@ typedef struct sg_worker_options {
   const char* token_file;   /* the gateway's job.token_file; default NULL (plain LTP) */
 } sg_worker_options;
 
+/* Announcing the job to the gateway (the gateway then needs no job in its YAML): pass one to
+ * sg_worker_open2. `size` lets the struct grow without breaking binaries built against this
+ * version: sg_job_options_init sets it, and the library reads only the fields it covers. */
+typedef struct sg_job_options {
+  uint32_t size;     /* sizeof(sg_job_options), set by sg_job_options_init */
+  uint16_t workers;  /* workers per site (the job's job.workers); > 0 announces the job, 0 does
+                        not (the gateway's config holds it); at most 4096; default 0 */
+  uint8_t weight;    /* the job's share of the WAN against other jobs, 1..16; default 1 */
+} sg_job_options;
+
 typedef struct sg_worker sg_worker;
 
 void sg_worker_options_init(sg_worker_options* o);
 /* Always sets *out (also on error, so that sg_worker_last_error can explain); close it. */
 int sg_worker_open(const sg_worker_options* o, sg_worker** out);
+void sg_job_options_init(sg_job_options* j);
+/* sg_worker_open, and with j->workers > 0 the worker announces the job: the first allreduce
+ * of a size sends the job's definition (job, 4 x n model bytes, chunk_bytes, workers, dtype,
+ * weight) to the gateway until it answers running (the round goes on), refused
+ * (SG_ERR_REJECTED, sg_worker_last_error says why) or the timeout passes (SG_ERR_TIMEOUT).
+ * sg_worker_close (or sg_worker_leave) tells the gateway this worker left the job. j NULL:
+ * as sg_worker_open. */
+int sg_worker_open2(const sg_worker_options* o, const sg_job_options* j, sg_worker** out);
+/* Announcing workers: sends one "left the job" message now (best effort, no wait); a later
+ * allreduce registers the job again. Nothing for a worker that does not announce. */
+void sg_worker_leave(sg_worker* w);
 void sg_worker_close(sg_worker* w);
 /* data[0..n) := mean over all workers of all sites for `round`. timeout in ms. */
 int sg_worker_allreduce(sg_worker* w, float* data, size_t n, uint32_t round, uint32_t timeout_ms);

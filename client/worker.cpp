@@ -17,7 +17,9 @@
 #include "ltp/delivery_rate_controller.h"
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
+#include "sync/local_group.h"
 #include "udp_batch.h"
+#include "wire/job_msg.h"
 #include "wire/ltp_codec.h"
 #include "wire/ltp_header.h"
 
@@ -40,7 +42,19 @@ size_t dtype_size(Dtype d) { return d == Dtype::kF32 ? 4 : 2; }
 
 namespace {
 
-constexpr uint16_t kWorkerNodeBase = 0x8000;
+using sync::kWorkerNodeBase;  // a worker's LTP node id is kWorkerNodeBase + its index
+constexpr Nanos kJoinEvery = 200 * kMilli;     // kJoin while waiting for the gateway's answer
+constexpr Nanos kRejoinEvery = kSecond;        // kJoin while training (a restarted gateway re-learns)
+constexpr uint8_t kMaxWeight = 16;             // as the gateway's jobs[].weight
+
+uint8_t job_dtype(Dtype d) {  // JobSpec::dtype
+  switch (d) {
+    case Dtype::kF32: return 0;
+    case Dtype::kF16: return 1;
+    case Dtype::kBf16: return 2;
+  }
+  return 0;
+}
 
 CodecId codec_of(Dtype d) {
   switch (d) {
@@ -201,8 +215,71 @@ struct Worker::Impl {
   std::atomic<size_t> ready{0};
   std::atomic<bool> cancelled{false};
   int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+  // The announced job (WorkerOptions::announce_workers > 0).
+  bool job_running = false;    // the gateway said running for job_spec
+  wire::JobSpec job_spec;      // the definition last sent in a kJoin
+  bool joined = false;         // a kJoin went out since the last kLeave
+  Nanos last_join = 0;
+  // The gateway's last reply about the job: kNone until one arrived.
+  wire::JobStatus reply_status = wire::JobStatus::kNone;
+  wire::JobSpec reply_spec;
+  std::string reply_text;
+
   ~Impl() {
     if (wake_fd >= 0) ::close(wake_fd);
+  }
+
+  // Datagram i of the last receive() as a plain LTP message: false if it is not one, or, with
+  // a token, if the gateway did not seal it (counted in `refused`).
+  bool take(int i, uint16_t gateway_node, std::span<const uint8_t>& msg, wire::CommonInfo& c) {
+    msg = sock.data(i);
+    auto p = wire::parse_common(msg);
+    if (!p) return false;
+    c = *p;
+    if (opener) {
+      size_t len = 0;
+      if (!(c.flags & wire::kFlagSealed) ||
+          opener->open(gateway_node, sock.data(i), wire::ltp_header_len(c.type), &len) != crypto::OpenVerdict::kOk) {
+        ++refused;
+        return false;
+      }
+      msg = msg.first(len);
+    }
+    return true;
+  }
+
+  // A JOB message from the gateway: its reply about `job` is kept (true); anything else is
+  // dropped and counted.
+  bool on_job(std::span<const uint8_t> msg, uint32_t job) {
+    auto j = wire::parse_job(msg);
+    if (!j || j->op != wire::JobOp::kReply || j->spec.id != job) {
+      ++stats.job_replies_bad;
+      return false;
+    }
+    ++stats.job_replies;
+    reply_status = j->status;
+    reply_spec = j->spec;
+    reply_text.assign(j->text);
+    return true;
+  }
+
+  // One JOB message to the gateway, sealed like everything else when there is a token.
+  void send_job(uint16_t self, uint16_t gateway_node, wire::JobOp op, const wire::JobSpec& spec) {
+    uint8_t buf[sizeof(wire::JobHeader)];
+    auto len = wire::build_job(buf, self, op, wire::JobStatus::kNone, spec);
+    if (!len) return;
+    ltp::TxMeta meta;
+    meta.peer_node = gateway_node;
+    meta.type = wire::MsgType::kJob;
+    tx->send(meta, std::span<const uint8_t>(buf, *len), {});
+    sock.flush();  // an error (nothing listening) shows up on the next receive
+    if (op == wire::JobOp::kJoin) {
+      ++stats.job_joins_sent;
+      joined = true;
+    } else {
+      joined = false;
+    }
   }
 };
 
@@ -214,6 +291,22 @@ Worker::Worker(const WorkerOptions& opts) : opts_(opts), impl_(std::make_unique<
   }
   if (opts_.worker_index >= 0x8000) {
     fail(ErrorCode::kInvalidArgument, "worker_index must be < 32768");
+    return;
+  }
+  if (opts_.weight < 1 || opts_.weight > kMaxWeight) {
+    fail(ErrorCode::kInvalidArgument, "weight must be 1..16 (the job's share of the WAN), got " +
+                                          std::to_string(opts_.weight));
+    return;
+  }
+  if (opts_.announce_workers > sync::kMaxLocalWorkers) {
+    fail(ErrorCode::kInvalidArgument, "announce_workers (workers per site) must be 0..4096, got " +
+                                          std::to_string(opts_.announce_workers));
+    return;
+  }
+  if (opts_.announce_workers > 0 && opts_.worker_index >= opts_.announce_workers) {
+    fail(ErrorCode::kInvalidArgument, "worker_index " + std::to_string(opts_.worker_index) +
+                                          " must be below announce_workers (" + std::to_string(opts_.announce_workers) +
+                                          " workers per site)");
     return;
   }
   std::string err;
@@ -250,7 +343,113 @@ Worker::Worker(const WorkerOptions& opts) : opts_(opts), impl_(std::make_unique<
   }
 }
 
-Worker::~Worker() = default;
+Worker::~Worker() {
+  if (impl_) leave();
+}
+
+void Worker::leave() {
+  Impl& m = *impl_;
+  if (!open_status_.ok() || opts_.announce_workers == 0 || !m.joined) return;
+  m.send_job(static_cast<uint16_t>(kWorkerNodeBase + opts_.worker_index), opts_.gateway_node, wire::JobOp::kLeave,
+             m.job_spec);
+  m.job_running = false;
+}
+
+// Before a round of the announced job: returns at once if the gateway already said running
+// for this definition (re-sending kJoin if the last one is over a second old), else sends
+// kJoin every kJoinEvery until the gateway answers running or refused, or `deadline`.
+Status Worker::ensure_job(size_t n, Dtype dtype, Nanos deadline, Nanos timeout, bool streaming) {
+  Impl& m = *impl_;
+  const uint16_t self = static_cast<uint16_t>(kWorkerNodeBase + opts_.worker_index);
+  wire::JobSpec spec;
+  spec.id = opts_.job;
+  spec.model_bytes = static_cast<uint64_t>(n) * 4;  // float32 bytes whatever the dtype
+  spec.chunk_bytes = opts_.chunk_bytes;
+  spec.workers = opts_.announce_workers;
+  spec.dtype = job_dtype(dtype);
+  spec.weight = opts_.weight;
+  Nanos now = monotonic_now();
+  if (m.job_running && spec == m.job_spec) {
+    if (now - m.last_join >= kRejoinEvery) {
+      m.send_job(self, opts_.gateway_node, wire::JobOp::kJoin, spec);
+      m.last_join = now;
+    }
+    return {};
+  }
+  // A new definition (first call, another size or dtype, or after leave()): wait for the
+  // gateway's word on it.
+  m.job_running = false;
+  m.job_spec = spec;
+  m.reply_status = wire::JobStatus::kNone;
+  m.reply_text.clear();
+  const std::string gw = to_string(m.gateway);
+  const std::string job = "job " + std::to_string(opts_.job);
+  const uint64_t refused_before = m.refused;
+  bool icmp_refused = false;
+  Nanos next_join = now;
+  for (;;) {
+    if (now >= next_join) {
+      m.send_job(self, opts_.gateway_node, wire::JobOp::kJoin, spec);
+      m.last_join = now;
+      next_join = now + kJoinEvery;
+    }
+    for (;;) {
+      const int r = m.sock.receive();
+      if (r < 0) {
+        if (m.sock.last_errno() == ECONNREFUSED) {
+          icmp_refused = true;  // nothing listens (yet): keep trying until the deadline
+          break;
+        }
+        return {ErrorCode::kSocket, "receive from gateway " + gw + ": " + std::strerror(m.sock.last_errno())};
+      }
+      for (int i = 0; i < r; ++i) {
+        std::span<const uint8_t> msg;
+        wire::CommonInfo c;
+        // Only JOB messages matter here; leftovers of an earlier round are dropped.
+        if (!m.take(i, opts_.gateway_node, msg, c) || c.type != wire::MsgType::kJob || !m.on_job(msg, opts_.job))
+          continue;
+        switch (m.reply_status) {
+          case wire::JobStatus::kRunning: {
+            // The gateway's definition, when it sends one, must be ours.
+            const std::string diff = m.reply_spec.model_bytes ? wire::job_spec_difference(m.reply_spec, spec) : "";
+            if (!diff.empty())
+              return {ErrorCode::kRejected, "gateway " + gw + " runs " + job + " with " + diff};
+            m.job_running = true;
+            return {};
+          }
+          case wire::JobStatus::kRefused:
+            return {ErrorCode::kRejected, "gateway " + gw + " refused " + job + ": " +
+                                              (m.reply_text.empty() ? std::string("no reason given") : m.reply_text)};
+          default:  // pending, or ended (the gateway forgot it): keep registering
+            break;
+        }
+      }
+      if (r < static_cast<int>(kBatch)) break;
+    }
+    now = monotonic_now();
+    if (streaming && m.cancelled.load(std::memory_order_acquire))
+      return {ErrorCode::kInvalidArgument, job + " registration cancelled by the caller"};
+    if (now >= deadline) {
+      std::string msg = "gateway " + gw + ": " + job + " not running after " + seconds(timeout) + ": ";
+      if (m.reply_status != wire::JobStatus::kNone) {
+        msg += std::string("the gateway says ") + wire::job_status_name(m.reply_status);
+        if (!m.reply_text.empty()) msg += ": " + m.reply_text;
+      } else {
+        msg += "no answer to the job's registration: is the gateway running, and is transport.udp_port right?";
+        if (icmp_refused) msg += " (ICMP port unreachable: nothing listens on that UDP port)";
+        if (m.refused > refused_before)
+          msg += " " + std::to_string(m.refused - refused_before) +
+                 " answers did not authenticate with the token: does token_file match the gateway's job.token_file?";
+        else if (!m.opener)
+          msg += " (a gateway with a job.token_file drops messages without its token: pass the same token_file)";
+      }
+      m.stats.refused = m.refused;
+      return {ErrorCode::kTimeout, msg};
+    }
+    m.sock.wait_readable(std::min(next_join, deadline), streaming ? m.wake_fd : -1);
+    now = monotonic_now();
+  }
+}
 
 const WorkerStats& Worker::stats() const { return impl_->stats; }
 std::string Worker::gateway_address() const { return to_string(impl_->gateway); }
@@ -309,6 +508,11 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
   if (chunks64 > (1u << 24)) return {ErrorCode::kInvalidArgument, "gradient larger than 2^24 chunks"};
   const auto chunks = static_cast<uint32_t>(chunks64);
   const uint16_t self = static_cast<uint16_t>(kWorkerNodeBase + opts_.worker_index);
+  const Nanos deadline = monotonic_now() + timeout;  // registration included
+  if (opts_.announce_workers > 0) {
+    Status s = ensure_job(n, dtype, deadline, timeout, streaming);
+    if (!s.ok()) return s;
+  }
   Nanos now = monotonic_now();
 
   // State machines are sized per model; a push left running by a failed call is dropped.
@@ -366,7 +570,6 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
   }
 
   const Nanos started = now;
-  const Nanos deadline = now + timeout;
   const std::string gw = to_string(m.gateway);
   bool refused_seen = false;
   for (;;) {
@@ -383,22 +586,14 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
       if (r == 0) break;
       now = monotonic_now();
       for (int i = 0; i < r; ++i) {
-        std::span<const uint8_t> msg = m.sock.data(i);
-        auto c = wire::parse_common(msg);
-        if (!c) continue;
-        if (m.opener) {
-          // Only what the gateway sealed with the job token counts.
-          size_t len = 0;
-          if (!(c->flags & wire::kFlagSealed) ||
-              m.opener->open(opts_.gateway_node, m.sock.data(i), wire::ltp_header_len(c->type), &len) !=
-                  crypto::OpenVerdict::kOk) {
-            ++m.refused;
-            continue;
-          }
-          msg = msg.first(len);
-        }
-        if (c->type == wire::MsgType::kData) {
+        std::span<const uint8_t> msg;
+        wire::CommonInfo c;
+        if (!m.take(i, opts_.gateway_node, msg, c)) continue;  // with a token: only what the gateway sealed
+        if (c.type == wire::MsgType::kData) {
           m.recv->on_packet(msg, now, m.result, *m.tx);
+        } else if (c.type == wire::MsgType::kJob) {
+          // A late reply to a kJoin: kept for the timeout's message, never part of the round.
+          m.on_job(msg, opts_.job);
         } else {
           m.push->on_packet(msg, now);
         }
@@ -470,6 +665,12 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
               " (push delivered; " + std::to_string(m.result.received()) + "/" + std::to_string(chunks) +
               " result chunks). It waits for the site's other workers and the other sites; check job.workers, " +
               "job.model_bytes (" + std::to_string(n * 4) + " here) and the worker index";
+      }
+      if (opts_.announce_workers > 0 && m.reply_status != wire::JobStatus::kRunning &&
+          m.reply_status != wire::JobStatus::kNone) {
+        msg += std::string("; the gateway's last word on job ") + std::to_string(opts_.job) + ": " +
+               wire::job_status_name(m.reply_status) + (m.reply_text.empty() ? "" : " (" + m.reply_text + ")");
+        m.job_running = false;  // the next call registers again
       }
       m.push.reset();  // a fresh sender next time
       return {ErrorCode::kTimeout, msg};

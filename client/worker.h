@@ -28,7 +28,7 @@ enum class ErrorCode : int {
   kSocket = 2,           // could not open / bind / resolve
   kTimeout = 3,          // no (complete) result in time: the gateway is unreachable or slow
   kStale = 5,            // the gateway is already past this round
-  kRejected = 6,         // the gateway refused the transfer (size, version)
+  kRejected = 6,         // the gateway refused the transfer (size, version) or the announced job
   kProtocol = 7,         // the result did not match the push (size)
 };
 const char* error_name(ErrorCode c);
@@ -60,6 +60,16 @@ struct WorkerOptions {
   // gateway is sealed with keys derived from it (lib/crypto); without it, plain LTP. It must
   // match the gateway: a gateway with a token drops a worker's plain or wrongly sealed pushes.
   std::string token_file;
+  // Announcing the job (the gateway then needs no job in its YAML). 0: do not announce, the
+  // gateway's config holds the job. N > 0: this worker announces it, N being the workers per
+  // site (job.workers): before its first round of a size, allreduce sends the job's definition
+  // (job, 4 x n model bytes, chunk_bytes, N, the call's dtype, weight) to the gateway as a JOB
+  // kJoin every 200 ms until the gateway answers running (go on), refused (kRejected, with the
+  // gateway's reason) or the call's timeout passes (kTimeout). While training, a call re-sends
+  // kJoin at most once a second without waiting (a restarted gateway re-learns the job), and
+  // the Worker's destructor or leave() sends kLeave. At most 4096 (the gateway's limit).
+  uint16_t announce_workers = 0;
+  uint8_t weight = 1;  // the job's share of the WAN against other jobs, 1..16 (announced jobs)
 };
 
 struct WorkerStats {
@@ -71,6 +81,9 @@ struct WorkerStats {
   uint64_t datagrams_received = 0;
   uint64_t send_dropped = 0;     // datagrams the socket did not take, or that could not be sealed
   uint64_t refused = 0;           // messages that did not authenticate with the token
+  uint64_t job_joins_sent = 0;    // JOB kJoin sent (announce_workers > 0)
+  uint64_t job_replies = 0;       // JOB kReply for this job received
+  uint64_t job_replies_bad = 0;   // JOB messages dropped: malformed, or not a reply for this job
   double last_round_seconds = 0;
 };
 
@@ -109,6 +122,12 @@ class Worker {
   // without pushing the rest; the gateway goes on without this worker's missing chunks.
   void cancel();
 
+  // Announcing workers (announce_workers > 0): sends one JOB kLeave for the job (best effort,
+  // no wait) if a kJoin went out since the last leave; the gateway ends the job once every
+  // worker of the site has left. A later allreduce registers the job again. The destructor
+  // calls it. Nothing to do for a worker that does not announce.
+  void leave();
+
   const WorkerStats& stats() const;
   const WorkerOptions& options() const { return opts_; }
   std::string gateway_address() const;
@@ -117,6 +136,7 @@ class Worker {
  private:
   struct Impl;
   Status run(const void* in, void* out, size_t n, Dtype dtype, uint32_t round, Nanos timeout, bool streaming);
+  Status ensure_job(size_t n, Dtype dtype, Nanos deadline, Nanos timeout, bool streaming);
   WorkerOptions opts_;
   Status open_status_;
   std::unique_ptr<Impl> impl_;

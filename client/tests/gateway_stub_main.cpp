@@ -2,6 +2,10 @@
 // tests and single-host demos without DPDK. Prints "listening on HOST:PORT" once ready.
 //   sg_gateway_stub --workers N --model-bytes B [--port P] [--bind HOST] [--site-id S]
 //                   [--job J] [--chunk-bytes C] [--push-timeout-ms T] [--rounds R] [--duration S]
+//                   [--announced 1] [--job-dtype D] [--job-weight W] [--pending-joins N]
+//                   [--ignore-joins 1] [--token-file PATH]
+// --announced 1: no job until a worker's JOB kJoin (StubOptions::announced); with it
+// --model-bytes may be 0 (the first join defines the job).
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +22,8 @@ void on_signal(int) { g_stop.store(true); }
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr, "sg_gateway_stub: %s\nusage: sg_gateway_stub --workers N --model-bytes B [--port P] "
                "[--bind HOST] [--site-id S] [--job J] [--chunk-bytes C] [--push-timeout-ms T] [--rounds R] "
-               "[--duration S]\n", why);
+               "[--duration S] [--announced 1] [--job-dtype D] [--job-weight W] [--pending-joins N] [--ignore-joins 1] "
+               "[--token-file PATH]\n", why);
   std::exit(2);
 }
 }  // namespace
@@ -36,6 +41,7 @@ int main(int argc, char** argv) {
     const unsigned long long n = std::strtoull(v, &end, 10);
     const bool num = end && *end == '\0';
     if (a == "--bind") o.bind_host = v;
+    else if (a == "--token-file") o.token_file = v;
     else if (a == "--duration") duration = std::atof(v);
     else if (!num) usage(("not a number: " + a + " " + v).c_str());
     else if (a == "--port") o.port = static_cast<uint16_t>(n);
@@ -46,9 +52,14 @@ int main(int argc, char** argv) {
     else if (a == "--chunk-bytes") o.chunk_bytes = static_cast<uint32_t>(n);
     else if (a == "--push-timeout-ms") o.push_timeout = static_cast<sg::Nanos>(n) * sg::kMilli;
     else if (a == "--rounds") rounds = n;
+    else if (a == "--announced") o.announced = n != 0;
+    else if (a == "--job-dtype") o.job_dtype = static_cast<uint8_t>(n);
+    else if (a == "--job-weight") o.job_weight = static_cast<uint8_t>(n);
+    else if (a == "--pending-joins") o.pending_joins = static_cast<uint32_t>(n);
+    else if (a == "--ignore-joins") o.ignore_joins = n != 0;
     else usage(("unknown option " + a).c_str());
   }
-  if (model_bytes == 0 || model_bytes % 4) usage("--model-bytes must be a positive multiple of 4");
+  if ((model_bytes == 0 && !o.announced) || model_bytes % 4) usage("--model-bytes must be a positive multiple of 4");
   o.model_floats = model_bytes / 4;
   sg::client::StubGateway gw(o);
   std::string err;
@@ -71,11 +82,18 @@ int main(int argc, char** argv) {
   gw.run(g_stop, rounds);
   g_stop.store(true);
   if (timer.joinable()) timer.join();
-  const auto& st = gw.group().stats();
-  std::printf("rounds %llu push_timeouts %llu missing_workers %llu bad_chunks %llu stray %llu\n",
-              static_cast<unsigned long long>(gw.rounds_delivered()), static_cast<unsigned long long>(st.push_timeouts),
-              static_cast<unsigned long long>(st.missing_workers), static_cast<unsigned long long>(st.bad_chunks),
-              static_cast<unsigned long long>(st.stray_packets));
+  if (gw.has_job()) {
+    const auto& st = gw.group().stats();
+    std::printf("rounds %llu push_timeouts %llu missing_workers %llu bad_chunks %llu stray %llu\n",
+                static_cast<unsigned long long>(gw.rounds_delivered()), static_cast<unsigned long long>(st.push_timeouts),
+                static_cast<unsigned long long>(st.missing_workers), static_cast<unsigned long long>(st.bad_chunks),
+                static_cast<unsigned long long>(st.stray_packets));
+  } else {
+    std::printf("rounds 0 (no job was announced)\n");
+  }
+  std::printf("joins %llu leaves %llu job_refused %llu refused %llu\n", static_cast<unsigned long long>(gw.joins()),
+              static_cast<unsigned long long>(gw.leaves()), static_cast<unsigned long long>(gw.job_refused()),
+              static_cast<unsigned long long>(gw.refused()));
   // What the workers pushed per codec (each chunk once): tests check half pushes really are half.
   for (uint8_t c = 0; c < sg::kCodecCount; ++c)
     std::printf("pushed %s chunks %llu bytes %llu\n", std::string(sg::codec_name(static_cast<sg::CodecId>(c))).c_str(),
