@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "compress/half.h"
+#include "crypto/keys.h"
+#include "wire/job_msg.h"
+#include "wire/ltp_codec.h"
 #include "wire/ltp_header.h"
 #include "stormgate_client.h"
 #include "stub_gateway.h"
@@ -365,6 +368,352 @@ TEST(Client, CAbiRoundTripAndErrors) {
   EXPECT_EQ(sg_worker_allreduce_streaming(w, h.data(), h.size(), 3, 5000), SG_OK) << sg_worker_last_error(w);
   EXPECT_EQ(h[999], 0.5f);
   sg_worker_close(w);
+}
+
+// ---- Jobs announced by their workers (WorkerOptions::announce_workers) ----
+
+WorkerOptions announcing(uint16_t port, uint32_t index, uint16_t workers) {
+  WorkerOptions o = opts_for(port, index);
+  o.announce_workers = workers;
+  return o;
+}
+
+// Polls `cond` for up to 5 s (the stub runs in its own thread): true once it holds.
+template <class F>
+bool eventually(F cond) {
+  const Nanos end = monotonic_now() + 5 * kSecond;
+  while (!cond()) {
+    if (monotonic_now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+StubOptions announced_stub(uint32_t workers, uint64_t floats) {
+  StubOptions so;
+  so.announced = true;
+  so.workers = workers;
+  so.model_floats = floats;
+  return so;
+}
+
+TEST(ClientJob, OptionsAreChecked) {
+  WorkerOptions o = opts_for(7400, 0);
+  o.weight = 0;
+  EXPECT_NE(Worker(o).status().message.find("weight must be 1..16"), std::string::npos);
+  o.weight = 17;
+  EXPECT_EQ(Worker(o).status().code, ErrorCode::kInvalidArgument);
+  o.weight = 16;
+  EXPECT_TRUE(Worker(o).status().ok());
+  o.announce_workers = 4097;
+  EXPECT_NE(Worker(o).status().message.find("announce_workers"), std::string::npos);
+  o.announce_workers = 4096;
+  EXPECT_TRUE(Worker(o).status().ok()) << Worker(o).status().message;
+  o.announce_workers = 2;
+  o.worker_index = 2;
+  EXPECT_NE(Worker(o).status().message.find("below announce_workers"), std::string::npos);
+}
+
+// The stub holds no job (it drops every push) until a join: announcing workers register it
+// before their first round and then run rounds; a worker that does not announce gets nowhere.
+TEST(ClientJob, AnnouncingWorkersStartTheJobAndRunRounds) {
+  constexpr size_t kFloats = 20001;
+  RunningStub stub(announced_stub(2, kFloats));
+  {
+    Worker plain(opts_for(stub.gw.port(), 0));
+    std::vector<float> g(kFloats, 1.0f);
+    EXPECT_EQ(plain.allreduce(g.data(), kFloats, 1, 300 * kMilli).code, ErrorCode::kTimeout)
+        << "the stub must hold no job before a join";
+    EXPECT_EQ(plain.stats().job_joins_sent, 0u);
+  }
+  EXPECT_EQ(stub.gw.joins(), 0u);
+  std::vector<std::unique_ptr<Worker>> ws;
+  for (uint32_t w = 0; w < 2; ++w) ws.push_back(std::make_unique<Worker>(announcing(stub.gw.port(), w, 2)));
+  for (uint32_t round = 1; round <= 3; ++round) {
+    std::vector<std::vector<float>> got(2);
+    std::vector<Status> st(2);
+    std::vector<std::thread> ts;
+    for (uint32_t w = 0; w < 2; ++w) {
+      got[w] = gradient(w, round, kFloats);
+      ts.emplace_back([&, w] { st[w] = ws[w]->allreduce(got[w].data(), kFloats, round, 10 * kSecond); });
+    }
+    for (auto& t : ts) t.join();
+    for (uint32_t w = 0; w < 2; ++w) ASSERT_TRUE(st[w].ok()) << "worker " << w << ": " << st[w].message;
+    const auto g0 = gradient(0, round, kFloats), g1 = gradient(1, round, kFloats);
+    for (size_t k = 0; k < kFloats; ++k) ASSERT_NEAR(got[0][k], (g0[k] + g1[k]) / 2, 1e-6f * (1 + std::abs(g0[k])));
+  }
+  EXPECT_TRUE(stub.gw.job_running());
+  EXPECT_GE(stub.gw.joins(), 2u);
+  for (auto& w : ws) {
+    EXPECT_GE(w->stats().job_joins_sent, 1u);
+    EXPECT_GE(w->stats().job_replies, 1u);
+    EXPECT_EQ(w->stats().job_replies_bad, 0u);
+  }
+  // While training a call sends at most one join, without waiting, and only if the last one
+  // is over a second old (a restarted gateway re-learns the job).
+  const uint64_t before = ws[0]->stats().job_joins_sent;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  std::vector<std::vector<float>> got(2, std::vector<float>(kFloats, 1.0f));
+  std::vector<Status> st(2);
+  std::vector<std::thread> ts;
+  for (uint32_t w = 0; w < 2; ++w)
+    ts.emplace_back([&, w] { st[w] = ws[w]->allreduce(got[w].data(), kFloats, 4, 10 * kSecond); });
+  for (auto& t : ts) t.join();
+  ASSERT_TRUE(st[0].ok()) << st[0].message;
+  ASSERT_TRUE(st[1].ok()) << st[1].message;
+  EXPECT_EQ(ws[0]->stats().job_joins_sent, before + 1);
+}
+
+// A join that does not match the job the gateway holds is refused with the field that differs;
+// a later call with the right size registers again and runs.
+TEST(ClientJob, AnotherModelSizeIsRejectedNamingTheField) {
+  StubOptions so = announced_stub(1, 1000);
+  so.job = 7;
+  RunningStub stub(so);
+  WorkerOptions o = announcing(stub.gw.port(), 0, 1);
+  o.job = 7;
+  Worker w(o);
+  std::vector<float> g(2000, 1.0f);
+  auto r = w.allreduce(g.data(), g.size(), 1, 5 * kSecond);
+  EXPECT_EQ(r.code, ErrorCode::kRejected) << r.message;
+  EXPECT_NE(r.message.find("gateway 127.0.0.1:" + std::to_string(stub.gw.port()) + " refused job 7"),
+            std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("site 1 holds job 7 with model_bytes 4000 (here 8000)"), std::string::npos) << r.message;
+  EXPECT_EQ(g[0], 1.0f) << "data unchanged on error";
+  EXPECT_EQ(stub.gw.job_refused(), 1u);
+  g.assign(1000, 3.0f);
+  r = w.allreduce(g.data(), g.size(), 1, 5 * kSecond);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(g[0], 3.0f);
+  // Weight and dtype are part of the definition too.
+  WorkerOptions heavy = o;
+  heavy.weight = 3;
+  Worker w3(heavy);
+  r = w3.allreduce(g.data(), g.size(), 2, 5 * kSecond);
+  EXPECT_EQ(r.code, ErrorCode::kRejected);
+  EXPECT_NE(r.message.find("weight 1 (here 3)"), std::string::npos) << r.message;
+  std::vector<uint16_t> h(1000);
+  r = w.allreduce(h.data(), h.data(), h.size(), Dtype::kF16, 2, 5 * kSecond);
+  EXPECT_EQ(r.code, ErrorCode::kRejected);
+  EXPECT_NE(r.message.find("dtype float32 (here float16)"), std::string::npos) << r.message;
+}
+
+TEST(ClientJob, PendingRepliesKeepTheWorkerJoiningUntilRunning) {
+  StubOptions so = announced_stub(1, 1000);
+  so.pending_joins = 2;
+  RunningStub stub(so);
+  Worker w(announcing(stub.gw.port(), 0, 1));
+  std::vector<float> g(1000, 2.0f);
+  w.make_ready(g.size());  // the streaming entry point registers too
+  auto r = w.allreduce_streaming(g.data(), g.data(), g.size(), 1, 10 * kSecond);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(g[0], 2.0f);
+  EXPECT_GE(w.stats().job_joins_sent, 3u) << "two pending answers, then running";
+  EXPECT_GE(stub.gw.joins(), 3u);
+}
+
+TEST(ClientJob, StillPendingAtTheTimeoutSaysWhatTheGatewayWaitsFor) {
+  StubOptions so = announced_stub(1, 1000);
+  so.pending_joins = 1000000;
+  RunningStub stub(so);
+  Worker w(announcing(stub.gw.port(), 0, 1));
+  std::vector<float> g(1000, 2.0f);
+  auto r = w.allreduce(g.data(), g.size(), 1, 700 * kMilli);
+  EXPECT_EQ(r.code, ErrorCode::kTimeout) << r.message;
+  EXPECT_NE(r.message.find("job 1 not running"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("pending: waiting for site 9"), std::string::npos) << r.message;
+}
+
+TEST(ClientJob, UnansweredJoinsTimeOutNamingTheGatewayAndTheJob) {
+  StubOptions so = announced_stub(1, 1000);
+  so.ignore_joins = true;
+  RunningStub stub(so);
+  WorkerOptions o = announcing(stub.gw.port(), 0, 1);
+  o.job = 5;
+  Worker w(o);
+  std::vector<float> g(1000, 2.0f);
+  auto r = w.allreduce(g.data(), g.size(), 1, 300 * kMilli);
+  EXPECT_EQ(r.code, ErrorCode::kTimeout) << r.message;
+  EXPECT_NE(r.message.find("127.0.0.1:" + std::to_string(stub.gw.port())), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("job 5"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("no answer to the job's registration"), std::string::npos) << r.message;
+  EXPECT_TRUE(eventually([&] { return stub.gw.joins() >= 1; }));
+  EXPECT_EQ(g[0], 2.0f);
+}
+
+TEST(ClientJob, DestroyedWorkersLeaveAndTheJobEnds) {
+  RunningStub stub(announced_stub(2, 1000));
+  {
+    Worker idle(announcing(stub.gw.port(), 0, 2));  // never joined: nothing to leave
+  }
+  auto w0 = std::make_unique<Worker>(announcing(stub.gw.port(), 0, 2));
+  auto w1 = std::make_unique<Worker>(announcing(stub.gw.port(), 1, 2));
+  std::vector<float> a(1000, 1.0f), b(1000, 3.0f);
+  Status s0, s1;
+  std::thread t([&] { s0 = w0->allreduce(a.data(), a.size(), 1, 10 * kSecond); });
+  s1 = w1->allreduce(b.data(), b.size(), 1, 10 * kSecond);
+  t.join();
+  ASSERT_TRUE(s0.ok()) << s0.message;
+  ASSERT_TRUE(s1.ok()) << s1.message;
+  EXPECT_EQ(a[0], 2.0f);
+  EXPECT_EQ(stub.gw.leaves(), 0u);
+  w0->leave();  // explicit: the destructor then has nothing more to say
+  EXPECT_TRUE(eventually([&] { return stub.gw.leaves() == 1; }));
+  w0.reset();
+  EXPECT_TRUE(stub.gw.job_running()) << "one worker of two is still in";
+  w1.reset();
+  EXPECT_TRUE(eventually([&] { return stub.gw.job_ended(); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(stub.gw.leaves(), 2u) << "one kLeave per worker that joined";
+  // The C ABI: sg_worker_open2 announces, sg_worker_close leaves.
+  sg_worker_options o;
+  sg_worker_options_init(&o);
+  o.gateway_port = stub.gw.port();
+  sg_job_options j;
+  sg_job_options_init(&j);
+  EXPECT_EQ(j.size, sizeof(sg_job_options));
+  EXPECT_EQ(j.weight, 1);
+  j.workers = 2;
+  sg_worker* c0 = nullptr;
+  sg_worker* c1 = nullptr;
+  ASSERT_EQ(sg_worker_open2(&o, &j, &c0), SG_OK) << sg_worker_last_error(c0);
+  o.worker_index = 1;
+  ASSERT_EQ(sg_worker_open2(&o, &j, &c1), SG_OK) << sg_worker_last_error(c1);
+  int rc0 = -1, rc1 = -1;
+  std::thread t2([&] { rc0 = sg_worker_allreduce(c0, a.data(), a.size(), 2, 10000); });
+  rc1 = sg_worker_allreduce(c1, b.data(), b.size(), 2, 10000);
+  t2.join();
+  EXPECT_EQ(rc0, SG_OK) << sg_worker_last_error(c0);
+  EXPECT_EQ(rc1, SG_OK) << sg_worker_last_error(c1);
+  EXPECT_TRUE(stub.gw.job_running()) << "a join after the end restarts the job";
+  sg_worker_close(c0);
+  sg_worker_close(c1);
+  EXPECT_TRUE(eventually([&] { return stub.gw.leaves() == 4 && stub.gw.job_ended(); }));
+  // Checked sizes and options.
+  j.size = 0;
+  sg_worker* bad = nullptr;
+  EXPECT_EQ(sg_worker_open2(&o, &j, &bad), SG_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sg_worker_last_error(bad)).find("sg_job_options_init"), std::string::npos);
+  sg_worker_close(bad);
+  sg_job_options_init(&j);
+  j.weight = 17;
+  EXPECT_EQ(sg_worker_open2(&o, &j, &bad), SG_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sg_worker_last_error(bad)).find("weight"), std::string::npos);
+  sg_worker_close(bad);
+}
+
+// A fresh token file (mode 0600) in a temporary directory.
+struct TokenFile {
+  std::string dir, path;
+  TokenFile() {
+    char tmpl[] = "/tmp/sg_client_token_XXXXXX";
+    dir = mkdtemp(tmpl);
+    path = dir + "/token";
+    EXPECT_EQ(crypto::write_new_secret(path), "");
+  }
+  ~TokenFile() {
+    unlink(path.c_str());
+    rmdir(dir.c_str());
+  }
+};
+
+TEST(ClientJob, WithATokenJoinsAreSealedAndPlainOnesRefused) {
+  TokenFile token;
+  StubOptions so = announced_stub(1, 1000);
+  so.token_file = token.path;
+  RunningStub stub(so);
+  {
+    Worker plain(announcing(stub.gw.port(), 0, 1));  // no token
+    std::vector<float> g(1000, 1.0f);
+    auto r = plain.allreduce(g.data(), g.size(), 1, 300 * kMilli);
+    EXPECT_EQ(r.code, ErrorCode::kTimeout) << r.message;
+    EXPECT_NE(r.message.find("token_file"), std::string::npos) << r.message;
+    EXPECT_TRUE(eventually([&] { return stub.gw.refused() >= 1; }));
+    EXPECT_EQ(stub.gw.joins(), 0u) << "a plain join must not reach the stub's registry";
+  }
+  WorkerOptions o = announcing(stub.gw.port(), 0, 1);
+  o.token_file = token.path;
+  Worker w(o);
+  std::vector<float> g(1000, 5.0f);
+  auto r = w.allreduce(g.data(), g.size(), 1, 10 * kSecond);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(g[0], 5.0f);
+  EXPECT_GE(stub.gw.joins(), 1u);
+  EXPECT_GE(w.stats().job_replies, 1u) << "the sealed reply opened";
+}
+
+// A fake gateway on a plain socket: what it sends back to a join is up to the test.
+struct FakeGateway {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  uint16_t port = 0;
+  FakeGateway() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~FakeGateway() { close(fd); }
+  // Answers the next JOB message with each of `replies`, in order.
+  std::thread answer(std::vector<std::vector<uint8_t>> replies) {
+    return std::thread([this, replies = std::move(replies)] {
+      uint8_t buf[2048];
+      sockaddr_in from{};
+      socklen_t len = sizeof(from);
+      for (;;) {
+        const ssize_t n = recvfrom(fd, buf, sizeof(buf), 0, reinterpret_cast<sockaddr*>(&from), &len);
+        if (n <= 0) return;
+        auto c = wire::parse_common(std::span<const uint8_t>(buf, static_cast<size_t>(n)));
+        if (c && c->type == wire::MsgType::kJob) break;
+      }
+      for (const auto& r : replies) sendto(fd, r.data(), r.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
+    });
+  }
+};
+
+std::vector<uint8_t> job_reply(uint32_t job, wire::JobStatus st, std::string_view text) {
+  std::vector<uint8_t> b(sizeof(wire::JobHeader) + text.size());
+  wire::JobSpec spec;
+  spec.id = job;
+  EXPECT_TRUE(wire::build_job(b, 1, wire::JobOp::kReply, st, spec, text).ok());
+  return b;
+}
+
+TEST(ClientJob, MalformedRepliesAreDroppedAndCounted) {
+  FakeGateway fake;
+  // Truncated, a reply for another job, then a refusal: only the last one counts.
+  auto truncated = job_reply(1, wire::JobStatus::kRunning, "");
+  truncated.resize(20);
+  auto th = fake.answer({truncated, job_reply(2, wire::JobStatus::kRunning, ""),
+                         job_reply(1, wire::JobStatus::kRefused, "no room")});
+  Worker w(announcing(fake.port, 0, 1));
+  std::vector<float> g(1000, 1.0f);
+  auto r = w.allreduce(g.data(), g.size(), 1, 5 * kSecond);
+  th.join();
+  EXPECT_EQ(r.code, ErrorCode::kRejected) << r.message;
+  EXPECT_NE(r.message.find("refused job 1: no room"), std::string::npos) << r.message;
+  EXPECT_EQ(w.stats().job_replies_bad, 2u);
+  EXPECT_EQ(w.stats().job_replies, 1u);
+}
+
+TEST(ClientJob, WithATokenAPlainReplyIsRefused) {
+  TokenFile token;
+  FakeGateway fake;
+  auto th = fake.answer({job_reply(1, wire::JobStatus::kRunning, "")});
+  WorkerOptions o = announcing(fake.port, 0, 1);
+  o.token_file = token.path;
+  Worker w(o);
+  std::vector<float> g(1000, 1.0f);
+  auto r = w.allreduce(g.data(), g.size(), 1, 300 * kMilli);
+  th.join();
+  EXPECT_EQ(r.code, ErrorCode::kTimeout) << r.message;
+  EXPECT_NE(r.message.find("did not authenticate"), std::string::npos) << r.message;
+  EXPECT_EQ(w.stats().job_replies, 0u);
+  EXPECT_EQ(w.stats().refused, 1u);
 }
 
 }  // namespace
