@@ -418,6 +418,7 @@ Status Worker::ensure_job(size_t n, Dtype dtype, Nanos deadline, Nanos timeout, 
             return {};
           }
           case wire::JobStatus::kRefused:
+            m.joined = false;  // never admitted: nothing to leave
             return {ErrorCode::kRejected, "gateway " + gw + " refused " + job + ": " +
                                               (m.reply_text.empty() ? std::string("no reason given") : m.reply_text)};
           default:  // pending, or ended (the gateway forgot it): keep registering

@@ -162,7 +162,7 @@ PYBIND11_MODULE(_stormgate, m) {
   py::class_<Worker>(m, "Worker")
       .def(py::init([](const std::string& host, uint16_t port, uint32_t worker_index, uint16_t gateway_node,
                        uint32_t job, uint32_t chunk_bytes, const std::string& bind_host, uint16_t bind_port,
-                       const std::string& token_file) {
+                       const std::string& token_file, uint16_t announce_workers, int weight) {
              WorkerOptions o;
              o.gateway_host = host;
              o.gateway_port = port;
@@ -173,13 +173,20 @@ PYBIND11_MODULE(_stormgate, m) {
              o.bind_host = bind_host;
              o.bind_port = bind_port;
              o.token_file = token_file;
+             o.announce_workers = announce_workers;
+             if (weight < 1 || weight > 16) throw py::value_error("weight must be 1..16, got " + std::to_string(weight));
+             o.weight = static_cast<uint8_t>(weight);
              auto w = std::make_unique<Worker>(o);
              if (!w->status().ok()) raise(w->status());
              return w;
            }),
            py::arg("host") = "127.0.0.1", py::arg("port") = 7400, py::arg("worker_index") = 0,
            py::arg("gateway_node") = 1, py::arg("job") = 1, py::arg("chunk_bytes") = 1344,
-           py::arg("bind_host") = "0.0.0.0", py::arg("bind_port") = 0, py::arg("token_file") = "")
+           py::arg("bind_host") = "0.0.0.0", py::arg("bind_port") = 0, py::arg("token_file") = "",
+           py::arg("announce_workers") = 0, py::arg("weight") = 1,
+           "announce_workers > 0 (workers per site): this worker announces the job to the gateway before "
+           "its first round of a size (refused: StormgateError naming the field; no answer: GatewayTimeout) "
+           "and leaves it when closed; 0: the gateway's config holds the job. weight: the job's WAN share, 1..16.")
       .def(
           "allreduce",
           [](Worker& w, py::buffer buf, uint32_t round, double timeout_s, const std::string& dtype) {
@@ -206,6 +213,9 @@ PYBIND11_MODULE(_stormgate, m) {
           "Start a streaming round on `buffer` (as allreduce's): only what ready(k) "
           "handed over (buffer[:k]) is pushed, as it comes; wait() returns once the buffer holds the "
           "result. One round at a time per Worker; do not call allreduce meanwhile.")
+      .def("leave", &Worker::leave,
+           "Announcing workers: tell the gateway this worker left the job (best effort, no wait); a later "
+           "allreduce registers it again. Also done when the Worker is destroyed.")
       .def_property_readonly("gateway", &Worker::gateway_address)
       .def_property_readonly("local_port", &Worker::local_port)
       .def_property_readonly("last_round_seconds", [](const Worker& w) { return w.stats().last_round_seconds; })
@@ -219,6 +229,10 @@ PYBIND11_MODULE(_stormgate, m) {
         d["datagrams_sent"] = s.datagrams_sent;
         d["datagrams_received"] = s.datagrams_received;
         d["send_dropped"] = s.send_dropped;
+        d["refused"] = s.refused;
+        d["job_joins_sent"] = s.job_joins_sent;
+        d["job_replies"] = s.job_replies;
+        d["job_replies_bad"] = s.job_replies_bad;
         d["last_round_seconds"] = s.last_round_seconds;
         return d;
       });

@@ -14,9 +14,9 @@ STUB = None
 
 
 class Stub:
-    def __init__(self, workers, model_bytes, push_timeout_ms=10000):
+    def __init__(self, workers, model_bytes, push_timeout_ms=10000, extra=()):
         self.p = subprocess.Popen([STUB, "--workers", str(workers), "--model-bytes", str(model_bytes),
-                                   "--push-timeout-ms", str(push_timeout_ms)],
+                                   "--push-timeout-ms", str(push_timeout_ms)] + [str(a) for a in extra],
                                   stdout=subprocess.PIPE, text=True)
         line = self.p.stdout.readline()
         assert line.startswith("listening on "), line
@@ -34,6 +34,8 @@ class Stub:
             f = line.split()
             if f and f[0] == "pushed":  # pushed CODEC chunks C bytes B
                 pushed[f[1]] = (int(f[3]), int(f[5]))
+            if f and f[0] == "joins":  # joins J leaves L job_refused R refused X
+                self.jobs = {f[i]: int(f[i + 1]) for i in range(0, len(f) - 1, 2)}
         return pushed
 
 
@@ -115,6 +117,71 @@ class NativeTest(unittest.TestCase):
             w.allreduce(np.ones(10, dtype=np.float32), 1, dtype="f16")
         with self.assertRaisesRegex(ValueError, "dtype must be"):
             w.allreduce(np.ones(10, dtype=np.float32), 1, dtype="fp8")
+
+
+class JobTest(unittest.TestCase):
+    """Jobs announced by their workers: the stub (--announced 1) holds no job until a join."""
+
+    def test_client_workers_announces_the_job(self):
+        import stormgate
+        n = 3001
+        stub = Stub(2, 4 * n, extra=["--announced", 1])
+        try:
+            cs = [stormgate.Client(port=stub.port, worker_index=i, workers=2, timeout=10) for i in range(2)]
+            arrs = [np.full(n, float(i + 1), dtype=np.float32) for i in range(2)]
+            for _ in range(2):
+                th = [threading.Thread(target=c.allreduce, args=(a,)) for c, a in zip(cs, arrs)]
+                [t.start() for t in th]
+                [t.join() for t in th]
+                for a in arrs:
+                    np.testing.assert_allclose(a, 1.5)
+            self.assertGreaterEqual(cs[0].stats["job_joins_sent"], 1)
+            self.assertEqual(cs[0].stats["rounds"], 2)
+            wrong = stormgate.Client(port=stub.port, worker_index=0, workers=2, timeout=10)
+            with self.assertRaisesRegex(stormgate.StormgateError, r"refused job 1: .*model_bytes 12004 \(here 8\)"):
+                wrong.allreduce(np.ones(2, dtype=np.float32))
+            with self.assertRaisesRegex(ValueError, "weight"):
+                stormgate.Client(port=stub.port, workers=2, weight=17)
+            for c in cs:
+                c.close()
+        finally:
+            stub.close()
+        self.assertEqual(stub.jobs["leaves"], 2)
+        self.assertEqual(stub.jobs["job_refused"], 1)
+
+    def test_environment_announces_with_workers_and_weight(self):
+        import os
+        import stormgate
+        n = 1000
+        stub = Stub(1, 4 * n, extra=["--announced", 1, "--job-weight", 2])
+        env = {"STORMGATE_GATEWAY": "127.0.0.1:%d" % stub.port, "STORMGATE_WORKERS": "1",
+               "STORMGATE_WEIGHT": "2", "STORMGATE_TIMEOUT": "10"}
+        saved = {k: os.environ.get(k) for k in env}
+        try:
+            os.environ.update(env)
+            a = np.full(n, 4.0, dtype=np.float32)
+            stormgate.init()
+            stormgate.allreduce(a)
+            np.testing.assert_allclose(a, 4.0)
+            os.environ["STORMGATE_WEIGHT"] = "3"
+            with self.assertRaisesRegex(stormgate.StormgateError, r"weight 2 \(here 3\)"):
+                stormgate.init().allreduce(a)
+            # Not announcing: no join. The announcing clients above are gone, so they left and the
+            # stub's job has ended: the plain push gets no answer.
+            os.environ["STORMGATE_WORKERS"] = ""
+            c = stormgate.init()
+            with self.assertRaises(stormgate.GatewayTimeout):
+                c.allreduce(a, round=5, timeout=0.3)
+            self.assertEqual(c.stats["job_joins_sent"], 0)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            stormgate._default = None
+            stub.close()
+        self.assertGreaterEqual(stub.jobs["joins"], 2)
 
 
 class TorchTest(unittest.TestCase):

@@ -20,7 +20,10 @@ part overlaps the computation of the rest). For DistributedDataParallel see stor
 Environment (defaults): STORMGATE_GATEWAY=127.0.0.1:7400, STORMGATE_WORKER_INDEX=0,
 STORMGATE_SITE_ID=1 (the gateway's site.id), STORMGATE_JOB=1, STORMGATE_CHUNK_BYTES=1344,
 STORMGATE_TIMEOUT=60 (seconds), STORMGATE_TOKEN_FILE (the gateway's job.token_file; unset:
-plain LTP, which a gateway with a token refuses).
+plain LTP, which a gateway with a token refuses), STORMGATE_WORKERS (workers per site; set and
+> 0: the worker announces the job to the gateway, which then needs no job in its config; unset
+or 0: the gateway's config holds the job), STORMGATE_WEIGHT=1 (an announced job's WAN share,
+1..16).
 """
 import importlib
 import os
@@ -62,13 +65,21 @@ class Client:
     """One worker's connection to its gateway; counts rounds itself."""
 
     def __init__(self, host="127.0.0.1", port=7400, worker_index=0, gateway_node=1, job=1,
-                 chunk_bytes=1344, timeout=60.0, first_round=1, token_file="", model_floats=None):
+                 chunk_bytes=1344, timeout=60.0, first_round=1, token_file="", model_floats=None,
+                 workers=0, weight=1):
         """model_floats: the gateway's job.model_bytes / 4; when given, every buffer's element
         count is checked against it before anything is sent (else a wrong size shows up as an
-        error from the gateway)."""
+        error from the gateway).
+        workers: workers per site. > 0: this client announces the job (id, size of the first
+        buffer, chunk_bytes, workers, dtype, weight) to the gateway before its first round and
+        waits until the gateway runs it (StormgateError if it refuses, naming the field that
+        differs; GatewayTimeout if it never says running); close() or the client's end tells
+        the gateway it left. 0: the gateway's config holds the job.
+        weight: an announced job's share of the WAN against other jobs, 1..16."""
         self.worker = _native.Worker(host=host, port=port, worker_index=worker_index,
                                      gateway_node=gateway_node, job=job, chunk_bytes=chunk_bytes,
-                                     token_file=token_file or "")
+                                     token_file=token_file or "", announce_workers=workers,
+                                     weight=weight)
         self.timeout = timeout
         self.model_floats = model_floats
         self.round = first_round - 1  # the last round synchronised
@@ -84,7 +95,9 @@ class Client:
                   job=int(os.environ.get("STORMGATE_JOB", "1")),
                   chunk_bytes=int(os.environ.get("STORMGATE_CHUNK_BYTES", "1344")),
                   timeout=float(os.environ.get("STORMGATE_TIMEOUT", "60")),
-                  token_file=os.environ.get("STORMGATE_TOKEN_FILE", ""))
+                  token_file=os.environ.get("STORMGATE_TOKEN_FILE", ""),
+                  workers=int(os.environ.get("STORMGATE_WORKERS", "0") or "0"),
+                  weight=int(os.environ.get("STORMGATE_WEIGHT", "1") or "1"))
         kw.update(overrides)
         return cls(**kw)
 
@@ -137,6 +150,11 @@ class Client:
         if device not in self._streams:
             self._streams[device] = torch.cuda.Stream(device=device)
         return self._streams[device]
+
+    def close(self):
+        """Announcing clients: tells the gateway this worker left the job (best effort); a
+        later allreduce registers it again. Nothing to do otherwise."""
+        self.worker.leave()
 
     @property
     def last_round_seconds(self):
