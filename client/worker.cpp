@@ -220,6 +220,7 @@ struct Worker::Impl {
   bool job_running = false;    // the gateway said running for job_spec
   wire::JobSpec job_spec;      // the definition last sent in a kJoin
   bool joined = false;         // a kJoin went out since the last kLeave
+  bool admitted = false;       // the gateway said running since the last kLeave
   Nanos last_join = 0;
   // The gateway's last reply about the job: kNone until one arrived.
   wire::JobStatus reply_status = wire::JobStatus::kNone;
@@ -278,7 +279,7 @@ struct Worker::Impl {
       ++stats.job_joins_sent;
       joined = true;
     } else {
-      joined = false;
+      joined = admitted = false;
     }
   }
 };
@@ -415,10 +416,11 @@ Status Worker::ensure_job(size_t n, Dtype dtype, Nanos deadline, Nanos timeout, 
             if (!diff.empty())
               return {ErrorCode::kRejected, "gateway " + gw + " runs " + job + " with " + diff};
             m.job_running = true;
+            m.admitted = true;
             return {};
           }
           case wire::JobStatus::kRefused:
-            m.joined = false;  // never admitted: nothing to leave
+            if (!m.admitted) m.joined = false;  // never admitted: nothing to leave
             return {ErrorCode::kRejected, "gateway " + gw + " refused " + job + ": " +
                                               (m.reply_text.empty() ? std::string("no reason given") : m.reply_text)};
           default:  // pending, or ended (the gateway forgot it): keep registering

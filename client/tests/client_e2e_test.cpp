@@ -518,7 +518,7 @@ TEST(ClientJob, StillPendingAtTheTimeoutSaysWhatTheGatewayWaitsFor) {
   RunningStub stub(so);
   Worker w(announcing(stub.gw.port(), 0, 1));
   std::vector<float> g(1000, 2.0f);
-  auto r = w.allreduce(g.data(), g.size(), 1, 700 * kMilli);
+  auto r = w.allreduce(g.data(), g.size(), 1, 1500 * kMilli);
   EXPECT_EQ(r.code, ErrorCode::kTimeout) << r.message;
   EXPECT_NE(r.message.find("job 1 not running"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("pending: waiting for site 9"), std::string::npos) << r.message;
@@ -708,7 +708,7 @@ TEST(ClientJob, WithATokenAPlainReplyIsRefused) {
   o.token_file = token.path;
   Worker w(o);
   std::vector<float> g(1000, 1.0f);
-  auto r = w.allreduce(g.data(), g.size(), 1, 300 * kMilli);
+  auto r = w.allreduce(g.data(), g.size(), 1, kSecond);  // room for the fake's thread to answer
   th.join();
   EXPECT_EQ(r.code, ErrorCode::kTimeout) << r.message;
   EXPECT_NE(r.message.find("did not authenticate"), std::string::npos) << r.message;
