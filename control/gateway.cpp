@@ -63,7 +63,9 @@ bool Gateway::start() {
                               "the job and read its results\n",
              cfg_.source.c_str());
   }
-  const uint32_t n = dp::mbufs_needed(cfg_, workers);
+  uint32_t n = dp::mbufs_needed(cfg_, workers);
+  if (cfg_.admission.enabled && !cfg_.dataplane.mbufs)  // room for the announced jobs' rings
+    n = static_cast<uint32_t>(std::min<uint64_t>(uint64_t(n) + cfg_.admission.max_jobs * kJobMbufs, 1u << 24));
   pool_ = dp::create_pool("sg_pool", n, cfg_.dataplane.mbuf_cache, dp::mbuf_data_room(cfg_));
   if (!pool_) return false;
   if (!dp::setup_ports(cfg_, workers, pool_, ports_)) return false;
@@ -81,7 +83,8 @@ bool Gateway::start() {
     if (security_.workers_sealed()) handlers_.back()->attach_worker_security(security_.worker_openers[w].get());
     engines_.push_back(std::make_unique<dp::Engine>(ports_, pool_, *handlers_.back(), ep));
   }
-  if (!cfg_.jobs.empty() && workers > 1) {
+  const bool any_jobs = !cfg_.jobs.empty() || cfg_.admission.enabled;
+  if (any_jobs && workers > 1) {
     // Job frames that arrive on one engine's queue for a shard another engine owns move
     // through the owner's MP/SC ring (every job's).
     for (unsigned q = 0; q < workers; ++q) {
@@ -99,7 +102,8 @@ bool Gateway::start() {
     // Slots for every sender of every job twice over (a plan switch attaches the new
     // senders before the old ones leave): attaching never fails on the engine.
     ltp::LinkShareConfig lc;
-    lc.max_flows = static_cast<uint32_t>(2 * cfg_.jobs.size() * cfg_.topology.shards + 8);
+    const size_t jobs = cfg_.jobs.size() + (cfg_.admission.enabled ? cfg_.admission.max_jobs : 0);
+    lc.max_flows = static_cast<uint32_t>(2 * jobs * cfg_.topology.shards + 8);
     const auto sites = dp::job_sites(cfg_);
     shares_.resize(workers);
     for (unsigned q = 0; q < workers; ++q)
@@ -108,8 +112,16 @@ bool Gateway::start() {
                                                   : std::make_unique<ltp::LinkShare>(
                                                         std::make_unique<ltp::DeliveryRateController>(dp::wan_rate(cfg_)), lc));
   }
-  for (size_t k = 0; k < cfg_.jobs.size(); ++k)
-    if (!build_job(k, workers)) return false;
+  for (size_t k = 0; k < cfg_.jobs.size(); ++k) {
+    std::string err;
+    auto js = build_job(config::for_job(cfg_, k), workers, err);
+    if (!js || !attach_job(*js, false, err)) {
+      SG_LOG(ERR, control, "%s: job %u: %s\n", cfg_.source.c_str(), cfg_.jobs[k].id, err.c_str());
+      return false;
+    }
+    stacks_.push_back(std::move(js));
+  }
+  if (cfg_.admission.enabled && !start_admission(workers)) return false;
   launch_.resize(workers);
   engines_stop_.store(false);
   unsigned w = 0;
@@ -131,20 +143,15 @@ bool Gateway::start() {
   return true;
 }
 
-bool Gateway::build_job(size_t k, unsigned workers) {
+std::unique_ptr<JobStack> Gateway::build_job(const config::GatewayConfig& jcfg, unsigned workers, std::string& err) {
   auto owned = std::make_unique<JobStack>();
   JobStack& js = *owned;
-  js.cfg = config::for_job(cfg_, k);
+  js.cfg = jcfg;
   const uint32_t id = js.cfg.job.id;
-  const std::string tag = std::to_string(k) + "_";  // DPDK object names are global
-  {
-    std::string err;
-    if (!dp::initial_plan(js.cfg, js.plan, err)) {
-      SG_LOG(ERR, control, "%s: job %u: %s\n", cfg_.source.c_str(), id, err.c_str());
-      return false;
-    }
-    js.policy_version = 1;
-  }
+  // DPDK object names are global: a serial, since an announced job may come back.
+  const std::string tag = std::to_string(++job_serial_) + "_";
+  if (!dp::initial_plan(js.cfg, js.plan, err)) return nullptr;
+  js.policy_version = 1;
   // Every engine runs the job's shards s % workers == its index (engine 0 also the site's
   // workers and the round's start and end); new policies reach them through the RCU slot.
   js.slot = std::make_unique<dp::PolicySlot>(workers);
@@ -158,18 +165,14 @@ bool Gateway::build_job(size_t k, unsigned workers) {
       for (const auto& sh : shares_[q]) shares.push_back(sh.get());
     js.runners.push_back(std::make_unique<dp::JobRunner>(js.cfg, js.plan, js.policy_version, *js.txs.back(),
                                                          dp::ShardRole{q, workers}, std::move(shares)));
-    if (!handlers_[q]->attach_job(js.runners.back().get(), js.txs.back().get())) {
-      SG_LOG(ERR, control, "%s: job %u: engine %u holds %u jobs already\n", cfg_.source.c_str(), id, q,
-             dp::GatewayHandler::kMaxJobs);
-      return false;
-    }
     // Control <- engine q: DATA arrival samples (SP/SC ring).
     rte_ring* samples = rte_ring_create_elem(("sg_samples" + tag + std::to_string(q)).c_str(),
                                              sizeof(measure::ArrivalSample), 16384, rte_socket_id(),
                                              RING_F_SP_ENQ | RING_F_SC_DEQ);
     if (!samples) {
-      SG_LOG(ERR, control, "job %u: cannot create the measurement ring of engine %u\n", id, q);
-      return false;
+      err = "cannot create the measurement ring of engine " + std::to_string(q) + " (raise -m)";
+      free_job(js);
+      return nullptr;
     }
     js.samples.push_back(samples);
     js.runners.back()->attach_control(js.slot.get(), samples);
@@ -185,8 +188,9 @@ bool Gateway::build_job(size_t k, unsigned workers) {
     for (unsigned q = 1; q < workers; ++q) {
       js.links.push_back(std::make_unique<dp::EngineLink>("sg_link" + tag + std::to_string(q), down, up));
       if (!js.links.back()->ok()) {
-        SG_LOG(ERR, control, "job %u: cannot create the rings between engine 0 and engine %u (raise -m)\n", id, q);
-        return false;
+        err = "cannot create the rings between engine 0 and engine " + std::to_string(q) + " (raise -m)";
+        free_job(js);
+        return nullptr;
       }
       js.runners[q]->attach_lead(js.links.back().get(), js.lead);
       links.push_back(js.links.back().get());
@@ -195,11 +199,12 @@ bool Gateway::build_job(size_t k, unsigned workers) {
     js.lead->attach_followers(std::move(links), std::move(followers));
   }
   // CONTROL frames between engine 0 and the job's policy agent on this (main) lcore.
-  js.ctl_in = rte_ring_create(("sg_ctl_in" + tag).c_str(), 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-  js.ctl_out = rte_ring_create(("sg_ctl_out" + tag).c_str(), 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+  js.ctl_in = rte_ring_create(("sg_ctl_in" + tag).c_str(), kJobControlRing, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+  js.ctl_out = rte_ring_create(("sg_ctl_out" + tag).c_str(), kJobControlRing, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
   if (!js.ctl_in || !js.ctl_out) {
-    SG_LOG(ERR, control, "job %u: cannot create the control rings\n", id);
-    return false;
+    err = "cannot create the control rings (raise -m)";
+    free_job(js);
+    return nullptr;
   }
   if (!cfg_.peers.empty()) {
     // Every start is treated as a restart (lib/policy): the gateway learns the cluster's
@@ -211,12 +216,200 @@ bool Gateway::build_job(size_t k, unsigned workers) {
     if (incarnation == 0) incarnation = crypto::boot_epoch(static_cast<uint64_t>(std::time(nullptr)));
     js.agent = std::make_unique<PolicyAgent>(js.cfg, js.plan, pool_, ports_, nbrs_, routes_, js.ctl_in, js.ctl_out,
                                              *js.slot, incarnation);
-    handlers_[0]->attach_control(id, js.ctl_in, js.ctl_out);
     if (security_.on()) js.agent->set_sealer(security_.control.get());
     js.lead->set_gate(&js.agent->approved_through(), &js.agent->rejoin_round());  // the lead begins every round
   }
-  stacks_.push_back(std::move(owned));
+  (void)id;
+  return owned;
+}
+
+bool Gateway::start_admission(unsigned workers) {
+  // Engine q <- control: job commands (SP/SC); engine 0 <-> control: JOB frames.
+  for (unsigned q = 0; q < workers; ++q) {
+    rte_ring* r = rte_ring_create(("sg_jobcmd" + std::to_string(q)).c_str(), 64, rte_socket_id(),
+                                  RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (!r) {
+      SG_LOG(ERR, control, "cannot create the job command ring of engine %u\n", q);
+      return false;
+    }
+    command_rings_.push_back(r);
+    handlers_[q]->attach_command_ring(r);
+  }
+  registry_in_ = rte_ring_create("sg_registry_in", 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+  registry_out_ = rte_ring_create("sg_registry_out", 1024, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+  if (!registry_in_ || !registry_out_) {
+    SG_LOG(ERR, control, "cannot create the job registry's rings\n");
+    return false;
+  }
+  handlers_[0]->attach_registry(registry_in_, registry_out_);
+  // The budget: admission.memory_mb, admission.max_jobs, and the pool's mbufs beyond what
+  // the ports, queues and lcores need.
+  config::GatewayConfig base = cfg_;
+  base.dataplane.mbufs = 0;
+  const uint32_t need = dp::mbufs_needed(base, workers);
+  jobs::Budget b;
+  b.memory_bytes = uint64_t(cfg_.admission.memory_mb) << 20;
+  b.max_jobs = cfg_.admission.max_jobs;
+  b.mbufs = pool_->size > need ? pool_->size - need : 0;
+  desk_ = std::make_unique<JobDesk>(cfg_, workers, b, pool_, ports_, nbrs_, routes_, registry_in_, registry_out_);
+  if (security_.on()) desk_->set_sealer(security_.control.get());
+  for (const auto& j : cfg_.jobs) {
+    wire::JobSpec s;
+    s.id = j.id;
+    s.model_bytes = j.model_bytes;
+    s.chunk_bytes = config::worker_chunk_bytes(config::for_job(cfg_, 0));
+    s.workers = static_cast<uint16_t>(j.workers);
+    s.weight = static_cast<uint8_t>(j.weight);
+    desk_->registry().pin(s);
+  }
+  SG_LOG(INFO, control,
+         "jobs announced by workers admitted: at most %u at once, %u MiB of memory, %llu mbufs; idle timeout %u s\n",
+         b.max_jobs, cfg_.admission.memory_mb, (unsigned long long)b.mbufs, cfg_.admission.idle_timeout_s);
   return true;
+}
+
+void Gateway::sync_jobs(Nanos now) {
+  if (!desk_) return;
+  jobs::Registry& reg = desk_->registry();
+  // A job that completes rounds is not idle.
+  for (auto& js : stacks_) {
+    const uint64_t r = js->lead->counters().rounds.get();
+    if (r != js->rounds_seen) {
+      js->rounds_seen = r;
+      reg.on_activity(js->cfg.job.id, now);
+    }
+  }
+  desk_->tick(now);
+  for (const wire::JobSpec& spec : reg.to_start()) {
+    std::string err;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto js = build_job(announced_job_config(cfg_, spec), workers(), err);
+    if (js && attach_job(*js, true, err)) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      SG_LOG(INFO, control, "job %u (announced): %llu-byte model, %u workers, weight %u, chunks of %u B: built in %.1f ms\n",
+             spec.id, (unsigned long long)spec.model_bytes, spec.workers, spec.weight, spec.chunk_bytes, ms);
+      std::lock_guard lk(jobs_mu_);
+      stacks_.push_back(std::move(js));
+      reg.started(spec.id, true, "", now);
+    } else {
+      if (js) free_job(*js);
+      SG_LOG(ERR, control, "job %u (announced): %s\n", spec.id, err.c_str());
+      reg.started(spec.id, false, err, now);
+    }
+  }
+  for (uint32_t id : reg.to_stop()) {
+    auto it = std::find_if(stacks_.begin(), stacks_.end(), [&](const auto& js) { return js->cfg.job.id == id; });
+    if (it != stacks_.end()) {
+      const jobs::JobView* v = reg.find(id);
+      SG_LOG(INFO, control, "job %u: %s (%s); its state is freed\n", id, v ? wire::job_status_name(v->status) : "ended",
+             v ? v->reason.c_str() : "");
+      print_job_summary(**it);
+      detach_job(**it);
+      std::unique_ptr<JobStack> gone;
+      {
+        std::lock_guard lk(jobs_mu_);
+        gone = std::move(*it);
+        stacks_.erase(it);
+      }
+      free_job(*gone);
+    }
+    reg.stopped(id);
+  }
+}
+
+bool Gateway::attach_job(JobStack& js, bool live, std::string& err) {
+  const uint32_t id = js.cfg.job.id;
+  const size_t engines = js.runners.size();
+  if (!live) {
+    for (size_t q = 0; q < engines; ++q)
+      if (!handlers_[q]->attach_job(js.runners[q].get(), js.txs[q].get())) {
+        err = "engine " + std::to_string(q) + " holds " + std::to_string(dp::GatewayHandler::kMaxJobs) + " jobs already";
+        return false;
+      }
+    if (js.agent) handlers_[0]->attach_control(id, js.ctl_in, js.ctl_out);
+    return true;
+  }
+  // The engines run: each takes the job at its next poll (its command ring).
+  std::vector<std::unique_ptr<dp::GatewayHandler::JobCommand>> cmds;
+  for (size_t q = 0; q < engines; ++q) {
+    auto c = std::make_unique<dp::GatewayHandler::JobCommand>();
+    c->kind = dp::GatewayHandler::JobCommand::Kind::kAttach;
+    c->job = id;
+    c->runner = js.runners[q].get();
+    c->tx = js.txs[q].get();
+    if (q == 0 && js.agent) {
+      c->ctl_in = js.ctl_in;
+      c->ctl_out = js.ctl_out;
+    }
+    cmds.push_back(std::move(c));
+  }
+  if (!run_commands(cmds)) {
+    err = "the engines did not take the job within 5 s";
+    return false;
+  }
+  for (size_t q = 0; q < engines; ++q)
+    if (!cmds[q]->ok) {
+      err = "engine " + std::to_string(q) + " holds " + std::to_string(dp::GatewayHandler::kMaxJobs) + " jobs already";
+      detach_job(js);
+      return false;
+    }
+  return true;
+}
+
+bool Gateway::run_commands(std::vector<std::unique_ptr<dp::GatewayHandler::JobCommand>>& cmds) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::seconds(5);
+  size_t posted = 0;
+  bool in_time = true;
+  for (; posted < cmds.size() && in_time; ++posted)
+    while (rte_ring_enqueue(command_rings_[posted], cmds[posted].get()) != 0)
+      if (clock::now() > deadline) {
+        in_time = false;
+        break;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+  // An engine polls at least every dataplane.idle_sleep_max_us, so this wait is short.
+  for (size_t q = 0; q < cmds.size() && in_time; ++q)
+    while (!cmds[q]->done.load(std::memory_order_acquire))
+      if (clock::now() > deadline) {
+        in_time = false;
+        break;
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+  if (!in_time) {
+    // A stuck engine may still read the commands: they are left to it (a leak, not a crash).
+    SG_LOG(ERR, control, "an engine did not answer a job command within 5 s\n");
+    for (auto& c : cmds) (void)c.release();
+  }
+  return in_time;
+}
+
+void Gateway::detach_job(JobStack& js) {
+  std::vector<std::unique_ptr<dp::GatewayHandler::JobCommand>> cmds;
+  for (size_t q = 0; q < js.runners.size(); ++q) {
+    cmds.push_back(std::make_unique<dp::GatewayHandler::JobCommand>());
+    cmds.back()->kind = dp::GatewayHandler::JobCommand::Kind::kDetach;
+    cmds.back()->job = js.cfg.job.id;
+  }
+  run_commands(cmds);
+}
+
+void Gateway::free_job(JobStack& js) {
+  js.agent.reset();  // frees what engine 0 queued for it
+  for (rte_ring** r : {&js.ctl_in, &js.ctl_out}) {
+    if (!*r) continue;
+    dp::free_ring_mbufs(*r);
+    rte_ring_free(*r);
+    *r = nullptr;
+  }
+  js.links.clear();
+  js.runners.clear();
+  js.txs.clear();
+  js.slot.reset();
+  for (rte_ring* r : js.samples) rte_ring_free(r);
+  js.samples.clear();
 }
 
 void Gateway::print_job_summary(const JobStack& js) const {
@@ -270,7 +463,7 @@ void Gateway::print_job_summary(const JobStack& js) const {
 }
 
 bool Gateway::all_jobs_finished() const {
-  if (stacks_.empty()) return false;
+  if (stacks_.empty() || desk_) return false;  // an appliance serves jobs until stopped
   for (const auto& js : stacks_)
     if (!js->lead->finished()) return false;
   return true;
@@ -443,11 +636,12 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s, std:
     auth_watch->poll(auth_snapshot(), t0);
   }
   // With a job the policy agent approves rounds: tick every millisecond so rounds never wait long.
-  const auto tick = agent() ? std::chrono::milliseconds(1)
+  const auto tick = agent() || desk_ ? std::chrono::milliseconds(1)
                            : std::chrono::milliseconds(std::max<uint32_t>(1, std::min<uint32_t>(cfg_.control.interval_ms, 100)));
   while (!stop.load(std::memory_order_relaxed)) {
     std::this_thread::sleep_for(tick);
     drain_samples();
+    if (desk_) sync_jobs(handlers_[0]->now_ns(rte_rdtsc()));
     metrics_.poll(*this);
     const auto now = clock::now();
     const double elapsed = std::chrono::duration<double>(now - t0).count();
@@ -500,21 +694,19 @@ bool Gateway::stop() {
   for (const auto& js : stacks_) print_job_summary(*js);
   engines_.clear();
   handlers_.clear();
-  for (auto& js : stacks_) {
-    js->agent.reset();
-    for (rte_ring** r : {&js->ctl_in, &js->ctl_out}) {
-      if (!*r) continue;
-      dp::free_ring_mbufs(*r);
-      rte_ring_free(*r);
-      *r = nullptr;
-    }
-    js->links.clear();
-    js->runners.clear();
-    js->txs.clear();
-    js->slot.reset();
-    for (rte_ring* r : js->samples) rte_ring_free(r);
+  for (auto& js : stacks_) free_job(*js);
+  {
+    std::lock_guard lk(jobs_mu_);
+    stacks_.clear();
   }
-  stacks_.clear();
+  desk_.reset();  // frees what engine 0 queued for it
+  for (rte_ring* r : {registry_in_, registry_out_}) {
+    dp::free_ring_mbufs(r);
+    rte_ring_free(r);
+  }
+  registry_in_ = registry_out_ = nullptr;
+  for (rte_ring* r : command_rings_) rte_ring_free(r);
+  command_rings_.clear();
   shares_.clear();
   for (rte_ring* r : handoff_rings_) rte_ring_free(r);
   handoff_rings_.clear();

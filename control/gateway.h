@@ -10,6 +10,7 @@
 
 #include "config/config.h"
 #include "control/auth_watch.h"
+#include "control/job_desk.h"
 #include "control/security.h"
 #include "dataplane/engine.h"
 #include "dataplane/gateway_handler.h"
@@ -66,6 +67,7 @@ struct JobStack {
   rte_ring* ctl_out = nullptr;
   std::unique_ptr<PolicyAgent> agent;
   std::vector<LinkView> link_views;  // guarded by Gateway::view_mu_
+  uint64_t rounds_seen = 0;          // the lead's rounds at the last look (idle detection)
 };
 
 class Gateway {
@@ -97,7 +99,10 @@ class Gateway {
   AuthSnapshot auth_snapshot() const;  // refusals by source (auth_watch.h)
   // The first job (the only one unless `jobs` lists several); null: no job.
   const dp::JobRunner* job() const { return stacks_.empty() ? nullptr : stacks_.front()->lead; }
-  // Every job's lead runner and its config, in config order.
+  // For readers on other threads (telemetry): the job list cannot change while held.
+  std::unique_lock<std::mutex> hold_jobs() const { return std::unique_lock(jobs_mu_); }
+  const JobDesk* desk() const { return desk_.get(); }
+  // Every job's lead runner and its config, in config order (then announced ones).
   size_t job_count() const { return stacks_.size(); }
   const dp::JobRunner* job_at(size_t k) const { return stacks_[k]->lead; }
   const config::JobConfig& job_config(size_t k) const { return stacks_[k]->cfg.job; }
@@ -135,8 +140,26 @@ class Gateway {
   std::vector<std::unique_ptr<JobStack>> stacks_;  // one per job, in config order
   std::vector<rte_ring*> handoff_rings_;  // per engine: job frames for its shards (MP/SC)
   GatewaySecurity security_;
-  // start(): job k's parts on `engines` engines. False with the reason logged.
-  bool build_job(size_t k, unsigned engines);
+  // A job's parts on `engines` engines from `jcfg` (the gateway's config as the job sees
+  // it); null with the reason in err. attach_job hands them to the engines: directly before
+  // they run (live false), else through their command rings. free_job frees what a stack
+  // holds (detached first, if it was attached).
+  std::unique_ptr<JobStack> build_job(const config::GatewayConfig& jcfg, unsigned engines, std::string& err);
+  bool attach_job(JobStack& js, bool live, std::string& err);
+  void detach_job(JobStack& js);
+  void free_job(JobStack& js);
+  // Posts one command per engine (cmds[q] to engine q) and waits until each applied it (5 s
+  // at most: false, and the commands are left to the engines).
+  bool run_commands(std::vector<std::unique_ptr<dp::GatewayHandler::JobCommand>>& cmds);
+  // Jobs announced by workers (admission.enabled): the desk, its rings, the engines' command
+  // rings; sync_jobs (control loop) builds the jobs the registry agreed and frees the ended.
+  bool start_admission(unsigned engines);
+  void sync_jobs(Nanos now);
+  std::unique_ptr<JobDesk> desk_;
+  std::vector<rte_ring*> command_rings_;
+  rte_ring* registry_in_ = nullptr;
+  rte_ring* registry_out_ = nullptr;
+  uint64_t job_serial_ = 0;
   bool all_jobs_finished() const;
   void print_job_summary(const JobStack& js) const;
   // Control thread state.
@@ -146,6 +169,9 @@ class Gateway {
   std::vector<uint64_t> bytes_sent_to(const JobStack& js, uint64_t& total) const;
   MetricsServer metrics_;
   mutable std::mutex view_mu_;  // control thread writes, telemetry thread reads
+  // stacks_ grows and shrinks while the gateway runs (announced jobs): the control thread
+  // changes it under this lock, the telemetry thread reads it under it (hold_jobs()).
+  mutable std::mutex jobs_mu_;
   std::vector<std::unique_ptr<dp::Engine>> engines_;
   std::vector<dp::Engine::LaunchArgs> launch_;
   std::atomic<bool> engines_stop_{false};

@@ -119,6 +119,8 @@ int job_index(const char* params) {
 int rounds_cb(const char*, const char* params, rte_tel_data* d) {
   std::lock_guard lk(g_mu);
   rte_tel_data_start_dict(d);
+  if (!g_gw) return 0;
+  auto held = g_gw->hold_jobs();
   const int k = job_index(params);
   if (k < 0) return 0;
   const auto& c = g_gw->job_at(static_cast<size_t>(k))->counters();
@@ -148,7 +150,9 @@ int rounds_cb(const char*, const char* params, rte_tel_data* d) {
 int policy_cb(const char*, const char*, rte_tel_data* d) {
   std::lock_guard lk(g_mu);
   rte_tel_data_start_dict(d);
-  if (!g_gw || !g_gw->job()) return 0;
+  if (!g_gw) return 0;
+  auto held = g_gw->hold_jobs();
+  if (!g_gw->job()) return 0;
   const topo::Plan p = g_gw->plan();
   const auto sites = dp::job_sites(g_gw->config());
   rte_tel_data_add_dict_u64(d, "version", g_gw->policy_version());
@@ -187,11 +191,21 @@ int policy_cb(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
-// Every job this gateway runs, one dict each (named by job id).
+// Every job this gateway runs, one dict each (named by job id); with admission also the
+// announced jobs not running (pending, refused, ended: status and reason).
 int jobs_cb(const char*, const char*, rte_tel_data* d) {
   std::lock_guard lk(g_mu);
   rte_tel_data_start_dict(d);
   if (!g_gw) return 0;
+  auto held = g_gw->hold_jobs();
+  std::vector<jobs::JobView> views;
+  if (const JobDesk* desk = g_gw->desk()) views = desk->views();
+  auto view_of = [&](uint32_t id) -> const jobs::JobView* {
+    for (const auto& v : views)
+      if (v.spec.id == id) return &v;
+    return nullptr;
+  };
+  size_t listed = 0;
   for (size_t k = 0; k < g_gw->job_count() && k < config::kMaxJobs; ++k) {
     const config::JobConfig& j = g_gw->job_config(k);
     const auto& c = g_gw->job_at(k)->counters();
@@ -206,7 +220,30 @@ int jobs_cb(const char*, const char*, rte_tel_data* d) {
     rte_tel_data_add_dict_u64(e, "mean_round_us", c.rounds.get() ? c.round_ns_total.get() / 1000 / c.rounds.get() : 0);
     rte_tel_data_add_dict_u64(e, "policy_version", g_gw->policy_version(k));
     rte_tel_data_add_dict_u64(e, "finished", g_gw->job_at(k)->finished() ? 1 : 0);
+    rte_tel_data_add_dict_u64(e, "weight", j.weight);
+    if (const jobs::JobView* v = view_of(j.id)) {
+      rte_tel_data_add_dict_string(e, "status", wire::job_status_name(v->status));
+      rte_tel_data_add_dict_string(e, "origin", v->pinned ? "yaml" : "announced");
+      rte_tel_data_add_dict_u64(e, "defined_by_site", v->defined_by);
+      rte_tel_data_add_dict_u64(e, "memory_reserved_kib", v->cost.memory_bytes >> 10);
+    }
     rte_tel_data_add_dict_container(d, ("job" + std::to_string(j.id)).c_str(), e, 0);
+    ++listed;
+  }
+  for (const auto& v : views) {
+    if (v.built || listed >= config::kMaxJobs * 2) continue;  // built ones are listed above
+    rte_tel_data* e = rte_tel_data_alloc();
+    if (!e) return -ENOMEM;
+    rte_tel_data_start_dict(e);
+    rte_tel_data_add_dict_string(e, "status", wire::job_status_name(v.status));
+    rte_tel_data_add_dict_string(e, "origin", "announced");
+    rte_tel_data_add_dict_u64(e, "model_bytes", v.spec.model_bytes);
+    rte_tel_data_add_dict_u64(e, "workers", v.spec.workers);
+    rte_tel_data_add_dict_u64(e, "defined_by_site", v.defined_by);
+    // The telemetry library caps strings; the reason is cut, the log line has all of it.
+    rte_tel_data_add_dict_string(e, "reason", v.reason.substr(0, 120).c_str());
+    rte_tel_data_add_dict_container(d, ("job" + std::to_string(v.spec.id)).c_str(), e, 0);
+    ++listed;
   }
   return 0;
 }

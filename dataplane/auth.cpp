@@ -109,7 +109,8 @@ GatewayHandler::Verdict GatewayHandler::authenticate_st(EngineIo& io, rte_mbuf* 
     relay_st(io, m, in.off, in.msg.size(), relay_dst);
     return Verdict::kTaken;
   }
-  const bool to_control = in.common.type == wire::MsgType::kControl || in.common.type == wire::MsgType::kProbe;
+  const bool to_control = in.common.type == wire::MsgType::kControl || in.common.type == wire::MsgType::kProbe ||
+                          in.common.type == wire::MsgType::kJob;
   if (opener_ && to_control) {
     // The control thread reads the whole frame: it must end where the message does now.
     std::span<uint8_t> frame(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m));

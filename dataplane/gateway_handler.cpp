@@ -35,13 +35,33 @@ bool GatewayHandler::attach_control(uint32_t job, rte_ring* to_control, rte_ring
   return true;
 }
 
+unsigned GatewayHandler::apply_commands_st() {
+  void* objs[4];
+  const unsigned n = rte_ring_sc_dequeue_burst(commands_, objs, 4, nullptr);
+  for (unsigned i = 0; i < n; ++i) {
+    auto* c = static_cast<JobCommand*>(objs[i]);
+    if (c->kind == JobCommand::Kind::kAttach) {
+      c->ok = attach_job(c->runner, c->tx);
+      if (c->ok && c->ctl_in) attach_control(c->job, c->ctl_in, c->ctl_out);
+    } else if (JobSlot* js = job_of(c->job)) {
+      js->runner->on_stop_st();
+      js->runner->release_st();
+      *js = jobs_[--njobs_];  // order does not matter: looked up by id
+      jobs_[njobs_] = JobSlot{};
+    }
+    c->done.store(true, std::memory_order_release);
+  }
+  return n;
+}
+
 void GatewayHandler::on_stop_st(EngineIo&) {
   for (unsigned j = 0; j < njobs_; ++j) jobs_[j].runner->on_stop_st();
   // What engine 0 dealt to our TX queue and we did not send. Engine 0 must be stopped first
   // (it is the ring's only producer), else a later enqueue stays in the ring.
   free_ring_mbufs(tx_ring_);
   for (unsigned j = 0; j < njobs_; ++j) free_ring_mbufs(jobs_[j].ctl_out);
-  if (njobs_) free_ring_mbufs(handoff_);
+  if (njobs_ || !owner_rings_.empty()) free_ring_mbufs(handoff_);
+  free_ring_mbufs(registry_out_);
 }
 
 void GatewayHandler::on_rx_st(EngineIo& io, uint16_t port_index, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc) {
@@ -54,6 +74,15 @@ void GatewayHandler::on_rx_st(EngineIo& io, uint16_t port_index, rte_mbuf** pkts
 unsigned GatewayHandler::on_poll_st(EngineIo& io, uint64_t now_tsc) {
   unsigned work = 0;
   void* objs[kRingBurst];
+  if (commands_) work += apply_commands_st();
+  if (registry_out_) {
+    const unsigned n = rte_ring_dequeue_burst(registry_out_, objs, kRingBurst, nullptr);
+    for (unsigned i = 0; i < n; ++i) {
+      auto* m = static_cast<rte_mbuf*>(objs[i]);
+      io.tx_st(static_cast<uint16_t>(m->hash.usr), m);
+    }
+    work += n;
+  }
   if (tx_ring_) {
     const unsigned n = rte_ring_sc_dequeue_burst(tx_ring_, objs, kRingBurst, nullptr);
     for (unsigned i = 0; i < n; ++i) {
@@ -66,17 +95,17 @@ unsigned GatewayHandler::on_poll_st(EngineIo& io, uint64_t now_tsc) {
     }
     work += n;
   }
-  if (njobs_) {
-    if (handoff_) {
-      // Frames other engines received for our shards: validated again as if from the wire.
-      const unsigned n = rte_ring_dequeue_burst(handoff_, objs, kRingBurst, nullptr);
-      for (unsigned i = 0; i < n; ++i) {
-        auto* m = static_cast<rte_mbuf*>(objs[i]);
-        const uint16_t pi = static_cast<uint16_t>(m->hash.usr < ports_.size() ? m->hash.usr : 0);
-        handle_one_st(io, pi, m, now_tsc);
-      }
-      work += n;
+  if (handoff_ && (njobs_ || !owner_rings_.empty())) {
+    // Frames other engines received for our shards: validated again as if from the wire.
+    const unsigned n = rte_ring_dequeue_burst(handoff_, objs, kRingBurst, nullptr);
+    for (unsigned i = 0; i < n; ++i) {
+      auto* m = static_cast<rte_mbuf*>(objs[i]);
+      const uint16_t pi = static_cast<uint16_t>(m->hash.usr < ports_.size() ? m->hash.usr : 0);
+      handle_one_st(io, pi, m, now_tsc);
     }
+    work += n;
+  }
+  if (njobs_) {
     const Nanos now = now_ns(now_tsc);
     for (unsigned j = 0; j < njobs_; ++j) {
       JobSlot& js = jobs_[j];

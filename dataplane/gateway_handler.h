@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -64,6 +65,29 @@ class GatewayHandler final : public PacketHandler {
     owner_rings_ = std::move(rings);
     self_ = self;
     handoff_ = owner_rings_.empty() ? nullptr : owner_rings_[self];
+  }
+  // Jobs that come and go while the engines run (announced by workers): the control thread
+  // posts a command on this engine's ring (single producer, single consumer); the engine
+  // applies it at its next poll and then sets `done` (release). A detached job's sync state is
+  // released on the engine (JobRunner::release_st: its senders leave the shared links, which
+  // only this engine touches); the control thread frees the rest once `done` is set.
+  struct JobCommand {
+    enum class Kind : uint8_t { kAttach, kDetach } kind = Kind::kAttach;
+    uint32_t job = 0;
+    JobRunner* runner = nullptr;  // kAttach
+    LtpTx* tx = nullptr;
+    rte_ring* ctl_in = nullptr;   // engine 0 only (null elsewhere)
+    rte_ring* ctl_out = nullptr;
+    bool ok = false;              // kAttach: attached (false: kMaxJobs, or the id is taken)
+    std::atomic<bool> done{false};
+  };
+  void attach_command_ring(rte_ring* r) { commands_ = r; }
+  // Engine 0: JOB messages (wire/job_msg.h: workers' joins and leaves, peers' announcements)
+  // go to the control thread's job registry through `to_control` (the whole frame, sealed
+  // ones opened); frames it built come back on `from_control` for TX.
+  void attach_registry(rte_ring* to_control, rte_ring* from_control) {
+    registry_in_ = to_control;
+    registry_out_ = from_control;
   }
   // Engine 0 and the control thread of job `job` (attached before): its LTP CONTROL and PROBE
   // frames go to `to_control` (the mbuf with them); frames its control thread built come
@@ -118,6 +142,8 @@ class GatewayHandler final : public PacketHandler {
   };
   enum class Verdict { kDeliver, kTaken };
 
+  // The control thread's job commands (attach / detach).
+  unsigned apply_commands_st();
   // rx_classify.cpp: one frame from the wire (or from another engine's hand-over). Takes m.
   void handle_one_st(EngineIo& io, uint16_t port_index, rte_mbuf* m, uint64_t now_tsc);
   // arp.cpp
@@ -167,6 +193,9 @@ class GatewayHandler final : public PacketHandler {
   std::array<JobSlot, kMaxJobs> jobs_{};
   unsigned njobs_ = 0;
   rte_ring* handoff_ = nullptr;
+  rte_ring* commands_ = nullptr;
+  rte_ring* registry_in_ = nullptr;
+  rte_ring* registry_out_ = nullptr;
   std::vector<rte_ring*> owner_rings_;
   unsigned self_ = 0;
   rte_ring* tx_ring_ = nullptr;

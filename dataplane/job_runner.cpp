@@ -37,7 +37,7 @@ ltp::DeliveryRateConfig wan_rate(const config::GatewayConfig& cfg) {
 }
 
 bool jobs_share_links(const config::GatewayConfig& cfg) {
-  return cfg.jobs.size() > 1 && cfg.transport.rate_controller != config::RateController::kAimd;
+  return (cfg.jobs.size() > 1 || cfg.admission.enabled) && cfg.transport.rate_controller != config::RateController::kAimd;
 }
 
 JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx,
@@ -219,6 +219,12 @@ void JobRunner::maybe_switch_policy_st(uint32_t next_round) {
 void JobRunner::on_stop_st() {
   if (slot_ && online_) slot_->offline_st(role_.engine);
   online_ = false;
+}
+
+void JobRunner::release_st() {
+  sync_.reset();
+  peer_.reset();
+  group_.reset();
 }
 
 void JobRunner::on_packet_st(std::span<const uint8_t> msg, Nanos now) {

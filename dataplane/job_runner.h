@@ -74,7 +74,7 @@ ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg);
 // LTP's rate controller settings for WAN senders (transport.*).
 ltp::DeliveryRateConfig wan_rate(const config::GatewayConfig& cfg);
 // Whether the gateway's jobs share each engine's links by weight (ltp::LinkShare): with more
-// than one job, on LTP's own controller.
+// than one job (or jobs announced by workers), on LTP's own controller.
 bool jobs_share_links(const config::GatewayConfig& cfg);
 
 struct ShardRole {
@@ -115,6 +115,10 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
     rejoin_ = rejoin;
   }
   void on_stop_st();
+  // The job leaves the engine for good (GatewayHandler::JobCommand::kDetach): its transfers'
+  // state goes now, on the engine, since its senders leave links the engine shares with other
+  // jobs. Nothing of the runner may run afterwards; its counters stay readable.
+  void release_st();
   uint32_t round() const { return round_; }
 
   void on_packet_st(std::span<const uint8_t> msg, Nanos now);

@@ -35,7 +35,8 @@ struct LtpCounters {
   Counter handoff_full;  // job packet for another engine dropped: that engine's ring was full
   Counter handed_over;   // job packets passed to the engine owning their shard
   Counter other_job;     // LTP for a job this gateway does not run
-  Counter control_full;  // CONTROL frame dropped: the control thread's ring was full
+  Counter control_full;  // CONTROL (or JOB) frame dropped: the control thread's ring was full
+  Counter job_rx;        // JOB messages (joins, leaves, announcements) for the job registry
   static constexpr size_t kPeersCounted = 64;
   std::array<Counter, kPeersCounted> data_rx_from_site{};  // by peer index (first 64 peers), relayed included
   // Multipath (path_id.h, spray.h).

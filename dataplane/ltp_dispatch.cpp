@@ -32,6 +32,18 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
   if (steer_st(port_index, m, in) == Verdict::kTaken) return;
   if (authenticate_st(io, m, in) == Verdict::kTaken) return;
   count_rx(in, io);
+  if (in.common.type == wire::MsgType::kJob) {
+    // The job registry's, on the control thread: the frame moves there whole.
+    if (!registry_in_) {
+      ltp_.other_job.add();
+      io.counters().drop(Drop::kLtpRefused);
+      rte_pktmbuf_free(m);
+    } else if (m->hash.usr = port_index; rte_ring_enqueue(registry_in_, m) != 0) {
+      ltp_.control_full.add();
+      rte_pktmbuf_free(m);
+    }
+    return;
+  }
   const bool to_control = in.common.type == wire::MsgType::kControl || in.common.type == wire::MsgType::kProbe;
   JobSlot* js = in.job;
   if (js && js->ctl_in && to_control) {
@@ -70,7 +82,9 @@ GatewayHandler::Verdict GatewayHandler::admit_st(EngineIo& io, rte_mbuf* m, LtpI
     ltp_.bad_version.add();
     return refuse(Drop::kBadLtp);
   }
-  if (njobs_) {
+  if (in.common.type == wire::MsgType::kJob) {
+    // Not yet any job's: it may announce one (engine 0 hands it to the registry).
+  } else if (njobs_) {
     in.job = job_of(in.common.job);
     if (!in.job) {
       ltp_.other_job.add();
@@ -84,13 +98,12 @@ GatewayHandler::Verdict GatewayHandler::admit_st(EngineIo& io, rte_mbuf* m, LtpI
 }
 
 GatewayHandler::Verdict GatewayHandler::steer_st(uint16_t port_index, rte_mbuf* m, const LtpIn& in) {
-  if (!njobs_ && !handoff_) return Verdict::kDeliver;
   rte_ring* to = nullptr;
-  if (!njobs_) {
-    to = handoff_;  // not the job's engine: engine 0 takes it
-  } else if (!owner_rings_.empty()) {
+  if (!owner_rings_.empty()) {
     const unsigned owner = owner_of(in.common, in.msg);
     if (owner != self_) to = owner_rings_[owner];
+  } else if (!njobs_ && handoff_) {
+    to = handoff_;  // not the job's engine: engine 0 takes it
   }
   if (!to) return Verdict::kDeliver;
   // The whole frame moves (the owner validates it again).
@@ -122,6 +135,7 @@ void GatewayHandler::count_rx(const LtpIn& in, EngineIo& io) {
     case wire::MsgType::kControl: ltp_.control_rx.add(); break;
     case wire::MsgType::kReject: ltp_.reject_rx.add(); break;
     case wire::MsgType::kProbe: ltp_.probe_rx.add(); break;
+    case wire::MsgType::kJob: ltp_.job_rx.add(); break;
     default: io.counters().drop(Drop::kBadLtp); break;
   }
 }

@@ -140,6 +140,17 @@ struct TelemetryConfig {
   uint16_t prometheus_port = 0;  // GET /metrics on this TCP port (kernel stack); 0: off
 };
 
+// Jobs announced by their workers (lib/jobs/registry.h) beside the YAML's: off unless enabled.
+// An announced job takes `job`'s other keys (round_timeout_ms, worker_timeout_ms) from the
+// YAML's `job` section when it has no model (a template), else their defaults.
+struct AdmissionConfig {
+  bool enabled = false;
+  uint32_t max_jobs = 8;               // announced jobs at once (with the YAML's at most 16)
+  uint32_t memory_mb = 1024;           // gateway memory the announced jobs may hold, by estimate
+  uint32_t idle_timeout_s = 300;       // a job with no round and no worker message ends; 0: never
+  uint32_t announce_interval_ms = 200; // how often each gateway tells its peers its jobs
+};
+
 struct DataplaneConfig {
   uint16_t burst = 32;
   uint32_t mbufs = 0;            // 0: sized from ports, queues and descriptors
@@ -217,6 +228,7 @@ struct GatewayConfig {
   bool jobs_listed = false;  // from `jobs` (error paths name jobs[i]), not `job`
   ImpairmentConfig impairment;
   SecurityConfig security;
+  AdmissionConfig admission;
 
   const PortConfig* find_port(const std::string& name) const;
   const PeerConfig* find_peer(uint16_t id) const;

@@ -162,6 +162,16 @@ void read_dataplane(MapReader& top, GatewayConfig& cfg) {
   r.integer("tx_drain_us", 1, 100000, d.tx_drain_us);
 }
 
+void read_admission(MapReader& top, GatewayConfig& cfg) {
+  MapReader r(top.child("admission"), "admission", top.errors());
+  AdmissionConfig& a = cfg.admission;
+  r.boolean("enabled", a.enabled);
+  r.integer("max_jobs", 1, static_cast<int64_t>(kMaxJobs), a.max_jobs);
+  r.integer("memory_mb", 1, 1 << 20, a.memory_mb);
+  r.integer("idle_timeout_s", 0, 7 * 24 * 3600, a.idle_timeout_s);
+  r.integer("announce_interval_ms", 10, 10000, a.announce_interval_ms);
+}
+
 void read_job_keys(MapReader& r, JobConfig& j) {
   r.integer("id", 1, 0xffffffffLL, j.id);
   r.integer("model_bytes", 0, int64_t{1} << 36, j.model_bytes);
@@ -298,6 +308,7 @@ LoadResult load_config_text(const std::string& text, const std::string& source) 
     read_telemetry(top, cfg);
     read_dataplane(top, cfg);
     read_jobs(top, root, errs, cfg);
+    read_admission(top, cfg);
     read_impairment(top, cfg);
     read_security(top, cfg);
   }  // top's destructor reports unknown sections

@@ -96,6 +96,19 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
                 "the path of the deployment's key file (stormgate --keygen FILE makes one), or security.mode: plain "
                 "(experiments only: traffic between gateways is then not authenticated)",
                 "nothing");
+  if (cfg.admission.enabled) {
+    if (cfg.sync.mode == SyncMode::kSelmcast)
+      errs.add_at("admission.enabled", "false with sync.mode selmcast (announced jobs run tree all-reduce)", "true");
+    if (cfg.jobs.size() + cfg.admission.max_jobs > kMaxJobs)
+      errs.add_at("admission.max_jobs",
+                  "at most " + std::to_string(kMaxJobs - std::min(cfg.jobs.size(), kMaxJobs)) + " beside the " +
+                      std::to_string(cfg.jobs.size()) + " job(s) of the YAML (a gateway runs at most " +
+                      std::to_string(kMaxJobs) + ")",
+                  std::to_string(cfg.admission.max_jobs));
+    if (!cfg.job.token_file.empty())
+      errs.add_at("job.token_file", "unset with admission.enabled (per-job tokens of announced jobs: not yet supported)",
+                  cfg.job.token_file);
+  }
   if (cfg.sync.mode == SyncMode::kSelmcast) {
     if (cfg.peers.empty())
       errs.add_at("sync.mode", "allreduce on a gateway without peers (selmcast multicasts to other sites)", "selmcast");

@@ -8,6 +8,8 @@
 #   testbed_test.sh stormgate2 the same with two engines per gateway (shards split over them)
 #   testbed_test.sh jobs       three jobs at once through the same gateways (the workers' and
 #                              two synthetic ones), each exact
+#   testbed_test.sh announced  no job in any YAML: two jobs announced by their workers run at
+#                              once, a third that does not fit the memory budget is refused
 #   testbed_test.sh selmcast   sync.mode selmcast (BSP, then SSP): each site's workers get the
 #                              mean of their site's and some other sites' means
 # Skipped (exit 77) without root or network namespaces.
@@ -85,7 +87,30 @@ case "$KIND" in
       done
     done
     ;;
-  *) echo "usage: testbed_test.sh stub|stormgate|stormgate2|selmcast|jobs"; exit 2 ;;
+  announced)
+    # No job in any YAML: each site's worker runs two jobs of different models (announced by
+    # their workers, agreed between the gateways), and a third that does not fit the
+    # gateways' memory budget beside them is refused with the numbers.
+    echo "--- testbed --announced 24, two jobs announced by their workers and a third refused"
+    rm -rf "$OUT/logs"
+    "$ROOT/scripts/testbed" --sites 3 --workers 1 --rates 200,100,50 --announced 24 --duration 120 --keep-logs \
+      --worker-cmd "$ROOT/tests/system/announced_jobs.sh $OUT" 2>&1 | tee "$OUT/testbed.out"
+    kept=$(sed -n 's/.*logs kept in \(\/tmp\/[^ ]*\).*/\1/p' "$OUT/testbed.out" | tail -1)
+    [[ -n "$kept" && -d "$kept" ]] && mv "$kept" "$OUT/logs"
+    for id in 11 12; do
+      [[ -s "$OUT/announced-$id.json" ]] || { echo "job $id: no result from its workers"; exit 1; }
+      echo "job $id: $(cat "$OUT/announced-$id.json")"
+    done
+    for i in 1 2 3; do
+      why=$(cat "$OUT/refused-$i.txt" 2>/dev/null || true)
+      [[ "$why" == *"job 13 does not fit"*"admission.memory_mb"*"jobs 11, 12 hold"* ]] ||
+        { echo "site $i: job 13 not refused for the memory its neighbours hold: ${why:-no refusal}"; exit 1; }
+      echo "site $i: $why"
+      grep -q "job 11 (announced): 2097152-byte model" "$OUT/logs/gateway-$i.log" ||
+        { echo "site $i: job 11 was not built from its announcement"; exit 1; }
+    done
+    ;;
+  *) echo "usage: testbed_test.sh stub|stormgate|stormgate2|selmcast|jobs|announced"; exit 2 ;;
 esac
 # Nothing of ours is left behind.
 if ip netns list | grep -q '^sg-'; then

@@ -1,0 +1,207 @@
+#include "control/job_desk.h"
+
+#include <rte_mbuf.h>
+
+#include "config/load.h"
+#include "dataplane/log.h"
+#include "dataplane/mbuf_ring.h"
+#include "measure/link_estimator.h"
+#include "sync/local_group.h"
+#include "wire/frame.h"
+#include "wire/job_msg.h"
+
+namespace sg::ctl {
+
+// Frames built here go to engine 0 through a ring (the port index in the mbuf's hash field).
+class JobDesk::FrameIo final : public dp::EngineIo {
+ public:
+  FrameIo(rte_mempool* pool, rte_ring* out) : pool_(pool), out_(out) {}
+  void tx_st(uint16_t port_index, rte_mbuf* m) override {
+    m->hash.usr = port_index;
+    if (rte_ring_enqueue(out_, m) != 0) {
+      counters_.tx_dropped.add();
+      rte_pktmbuf_free(m);
+    }
+  }
+  rte_mempool* pool() const override { return pool_; }
+  dp::EngineCounters& counters() override { return counters_; }
+  uint16_t queue() const override { return 0; }
+
+ private:
+  rte_mempool* pool_;
+  rte_ring* out_;
+  dp::EngineCounters counters_;
+};
+
+config::GatewayConfig announced_job_config(const config::GatewayConfig& base, const wire::JobSpec& spec) {
+  config::GatewayConfig c = base;
+  config::JobConfig j = base.job.model_bytes ? config::JobConfig{} : base.job;
+  j.id = spec.id;
+  j.model_bytes = spec.model_bytes;
+  j.workers = spec.workers;
+  j.worker_chunk_bytes = spec.chunk_bytes;
+  j.weight = spec.weight;
+  j.rounds = 0;
+  j.token_file.clear();
+  c.job = j;
+  c.jobs = {j};
+  c.jobs_listed = false;
+  c.admission.enabled = false;  // the job alone, as if it were the YAML's
+  return c;
+}
+
+bool announced_job_cost(const config::GatewayConfig& base, unsigned engines, const wire::JobSpec& spec, jobs::Cost& cost,
+                        std::string& error) {
+  if (spec.model_bytes == 0 || spec.model_bytes > (uint64_t{1} << 36)) {
+    error = "model_bytes " + std::to_string(spec.model_bytes) + ": expected 4..2^36";
+    return false;
+  }
+  if (spec.workers == 0 || spec.workers > 4096) {
+    error = "workers " + std::to_string(spec.workers) + ": expected 1..4096 workers per site";
+    return false;
+  }
+  if (spec.weight == 0 || spec.weight > 16) {
+    error = "weight " + std::to_string(spec.weight) + ": expected 1..16";
+    return false;
+  }
+  if (spec.dtype >= wire::kJobDtypes) {
+    error = "dtype " + std::to_string(spec.dtype) + ": expected float32, float16 or bfloat16";
+    return false;
+  }
+  if (spec.chunk_bytes == 0) {
+    error = "chunk_bytes 0: expected the workers' chunk size (64..9000, a multiple of 4)";
+    return false;
+  }
+  const config::GatewayConfig c = announced_job_config(base, spec);
+  config::ErrorList errs(base.source);
+  config::validate(c, errs);
+  for (const auto& e : errs.list())
+    if (e.key_path.rfind("job.", 0) == 0 || e.key_path.rfind("transport.", 0) == 0) {
+      error = e.key_path.substr(e.key_path.rfind("job.", 0) == 0 ? 4 : 0) + ": expected " + e.expected + ", found " +
+              e.found;
+      if (error.rfind("worker_chunk_bytes", 0) == 0) error = "chunk_bytes" + error.substr(18);
+      return false;
+    }
+  // Float32 model-sized buffers: per engine its runner's contribution and its SiteSync's
+  // result; once for the site: the shards' sums (split over the engines) and the workers'
+  // LocalGroup result; with compression the error-feedback residuals (up and down) and the
+  // encoded copies. Plus the rings: measurement samples per engine, CONTROL, engine links.
+  const uint64_t m = spec.model_bytes;
+  const bool compress = base.compression.mode != config::CompressionMode::kOff;
+  const uint64_t buffers = 2 * uint64_t(engines) + 2 + (compress ? 3 : 0);
+  const uint64_t chunks = m / config::worker_chunk_bytes(c) + m / base.transport.chunk_bytes + 2;
+  cost.memory_bytes = buffers * m + chunks * 64 + uint64_t(engines) * 16384 * sizeof(measure::ArrivalSample) +
+                      (uint64_t{1} << 20);
+  cost.mbufs = kJobMbufs;
+  return true;
+}
+
+namespace {
+jobs::RegistryConfig registry_config(const config::GatewayConfig& cfg, jobs::Budget budget) {
+  jobs::RegistryConfig r;
+  r.self = cfg.site.id;
+  for (const auto& p : cfg.peers) r.peers.push_back(p.id);
+  r.budget = budget;
+  r.announce_interval = static_cast<Nanos>(cfg.admission.announce_interval_ms) * kMilli;
+  r.idle_timeout = static_cast<Nanos>(cfg.admission.idle_timeout_s) * kSecond;
+  // Long enough that every peer hears a refusal or an end several times over.
+  r.refusal_hold = std::max<Nanos>(3 * kSecond, 10 * r.announce_interval);
+  return r;
+}
+}  // namespace
+
+JobDesk::JobDesk(const config::GatewayConfig& cfg, unsigned engines, jobs::Budget budget, rte_mempool* pool,
+                 const std::vector<dp::Port>& ports, const dp::Neighbours& nbrs, const std::vector<dp::PeerRoute>& routes,
+                 rte_ring* frames_in, rte_ring* frames_out)
+    : cfg_(cfg),
+      registry_(registry_config(cfg, budget),
+                [&cfg, engines](const wire::JobSpec& s, jobs::Cost& c, std::string& e) {
+                  return announced_job_cost(cfg, engines, s, c, e);
+                }),
+      in_(frames_in) {
+  io_ = std::make_unique<FrameIo>(pool, frames_out);
+  tx_ = std::make_unique<dp::LtpTx>(ports, nbrs, routes, tx_counters_);
+  tx_->bind_st(io_.get());
+  tx_->set_workers(4096, cfg.transport.udp_port);  // any worker index a join may carry
+  for (const auto& p : cfg.peers) peers_.push_back(p.id);
+  nports_ = ports.size();
+}
+
+JobDesk::~JobDesk() { dp::free_ring_mbufs(in_); }
+
+void JobDesk::send(uint16_t node, wire::JobOp op, wire::JobStatus status, const wire::JobSpec& spec,
+                   const std::string& text) {
+  uint8_t buf[sizeof(wire::JobHeader) + wire::kJobMaxText];
+  auto n = wire::build_job(buf, cfg_.site.id, op, status, spec, text);
+  if (!n) return;
+  ltp::TxMeta meta;
+  meta.peer_node = node;
+  meta.type = wire::MsgType::kJob;
+  tx_->send(meta, std::span<const uint8_t>(buf, *n), {});
+}
+
+void JobDesk::receive(Nanos now) {
+  void* objs[dp::kRingBurst];
+  unsigned n;
+  while ((n = rte_ring_dequeue_burst(in_, objs, dp::kRingBurst, nullptr)) > 0) {
+    for (unsigned i = 0; i < n; ++i) {
+      auto* m = static_cast<rte_mbuf*>(objs[i]);
+      std::span<const uint8_t> frame(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+      // Engine 0 validated (and opened) the frame; parsed again here to find the message.
+      auto f = wire::parse_udp_frame(frame, wire::FrameChecks{false, false});
+      wire::Result<wire::JobMsg> msg = wire::WireError::kTruncated;
+      if (f) msg = wire::parse_job(frame.subspan(f->payload_offset, f->payload_len));
+      if (!msg || m->hash.usr >= nports_) {
+        stats_.bad.fetch_add(1, std::memory_order_relaxed);
+        rte_pktmbuf_free(m);
+        continue;
+      }
+      const wire::JobMsg& j = *msg;
+      if (j.src_node >= sync::kWorkerNodeBase) {
+        if (j.op == wire::JobOp::kJoin) {
+          // Answer where the join came from (the worker's address, as for its results).
+          dp::WorkerAddr a;
+          a.valid = true;
+          a.ipv4 = f->ip.src;
+          a.udp_port = f->udp.src_port;
+          a.port_index = static_cast<uint16_t>(m->hash.usr);  // engine 0: the port it came in on
+          std::copy(f->eth.src.begin(), f->eth.src.end(), a.mac.addr_bytes);
+          tx_->learn_worker_st(j.src_node, a);
+          stats_.joins.fetch_add(1, std::memory_order_relaxed);
+          const jobs::Reply r = registry_.on_join(j.spec, j.src_node, now);
+          const jobs::JobView* v = registry_.find(j.spec.id);
+          send(j.src_node, wire::JobOp::kReply, r.status, v ? v->spec : j.spec, r.text);
+          stats_.replies.fetch_add(1, std::memory_order_relaxed);
+        } else if (j.op == wire::JobOp::kLeave) {
+          stats_.leaves.fetch_add(1, std::memory_order_relaxed);
+          registry_.on_leave(j.spec.id, j.src_node, now);
+        } else {
+          stats_.bad.fetch_add(1, std::memory_order_relaxed);
+        }
+      } else if (j.op == wire::JobOp::kAnnounce) {
+        stats_.announcements_in.fetch_add(1, std::memory_order_relaxed);
+        registry_.on_announce(j.src_node, j.spec, j.status, j.text, now);
+      } else {
+        stats_.bad.fetch_add(1, std::memory_order_relaxed);
+      }
+      rte_pktmbuf_free(m);
+    }
+  }
+}
+
+void JobDesk::tick(Nanos now) {
+  receive(now);
+  for (const auto& a : registry_.tick(now))
+    for (uint16_t p : peers_) {
+      send(p, wire::JobOp::kAnnounce, a.status, a.spec, a.text);
+      stats_.announcements_out.fetch_add(1, std::memory_order_relaxed);
+    }
+  if (views_at_ < 0 || now - views_at_ >= 50 * kMilli) {
+    views_at_ = now;
+    auto v = registry_.jobs();
+    std::lock_guard lk(views_mu_);
+    views_ = std::move(v);
+  }
+}
+
+}  // namespace sg::ctl

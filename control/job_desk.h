@@ -1,0 +1,83 @@
+// The gateway's front desk for jobs announced by their workers (config: admission): JOB
+// messages in and out (wire/job_msg.h), the rules in jobs::Registry (lib/jobs/registry.h).
+//
+//   in    JOB frames engine 0 received (a ring of mbufs): workers' joins and leaves, the
+//         peers' announcements
+//   out   replies to workers (to the address their join came from) and this gateway's
+//         announcements to every peer, built here and sent by engine 0 (a ring), sealed like
+//         CONTROL when the deployment seals
+//
+// The gateway asks registry() what to build and tear down (Gateway::sync_jobs). Owner: the
+// control thread; nothing here runs on the packet path.
+#pragma once
+
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "config/config.h"
+#include "dataplane/ltp_tx.h"
+#include "jobs/registry.h"
+
+namespace sg::ctl {
+
+// An announced job's config: the gateway's, with `job` from the definition (other job keys
+// from the YAML's `job` section when it names no model, else their defaults).
+config::GatewayConfig announced_job_config(const config::GatewayConfig& base, const wire::JobSpec& spec);
+
+// What a job of this definition holds at this gateway (`engines` engines), or why the
+// definition is not valid here (the key and the limit). The estimate is checked against
+// the heap a built job really takes by tests/dataplane (JobMemory).
+bool announced_job_cost(const config::GatewayConfig& base, unsigned engines, const wire::JobSpec& spec, jobs::Cost& cost,
+                        std::string& error);
+// The mbufs a job's rings can hold at once (its CONTROL rings), reserved per job.
+inline constexpr uint32_t kJobControlRing = 1024;
+inline constexpr uint64_t kJobMbufs = 2 * kJobControlRing;
+
+struct DeskStats {
+  std::atomic<uint64_t> joins{0}, leaves{0}, announcements_in{0}, announcements_out{0}, replies{0}, bad{0};
+};
+
+class JobDesk {
+ public:
+  JobDesk(const config::GatewayConfig& cfg, unsigned engines, jobs::Budget budget, rte_mempool* pool,
+          const std::vector<dp::Port>& ports, const dp::Neighbours& nbrs, const std::vector<dp::PeerRoute>& routes,
+          rte_ring* frames_in, rte_ring* frames_out);
+  ~JobDesk();
+
+  // Frames in (joins answered at once), timers, announcements out.
+  void tick(Nanos now);
+  jobs::Registry& registry() { return registry_; }
+  const jobs::Registry& registry() const { return registry_; }
+  const DeskStats& stats() const { return stats_; }
+  // Every job the registry holds, as of the last tick: for other threads (telemetry).
+  std::vector<jobs::JobView> views() const {
+    std::lock_guard lk(views_mu_);
+    return views_;
+  }
+  // Announcements leave sealed by `s` (the control thread's lane); null: plain.
+  void set_sealer(crypto::Sealer* s) { tx_->set_sealer(s); }
+
+ private:
+  class FrameIo;
+  void receive(Nanos now);
+  void send(uint16_t node, wire::JobOp op, wire::JobStatus status, const wire::JobSpec& spec, const std::string& text);
+
+  const config::GatewayConfig& cfg_;
+  jobs::Registry registry_;
+  rte_ring* in_;
+  std::unique_ptr<FrameIo> io_;
+  dp::LtpCounters tx_counters_;
+  std::unique_ptr<dp::LtpTx> tx_;
+  std::vector<uint16_t> peers_;
+  size_t nports_ = 0;
+  DeskStats stats_;
+  mutable std::mutex views_mu_;
+  std::vector<jobs::JobView> views_;
+  Nanos views_at_ = -1;
+};
+
+}  // namespace sg::ctl
