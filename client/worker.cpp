@@ -388,6 +388,7 @@ Status Worker::ensure_job(size_t n, Dtype dtype, Nanos deadline, Nanos timeout, 
   const uint64_t refused_before = m.refused;
   bool icmp_refused = false;
   Nanos next_join = now;
+  const Nanos asked = now;
   for (;;) {
     if (now >= next_join) {
       m.send_job(self, opts_.gateway_node, wire::JobOp::kJoin, spec);
@@ -417,6 +418,7 @@ Status Worker::ensure_job(size_t n, Dtype dtype, Nanos deadline, Nanos timeout, 
               return {ErrorCode::kRejected, "gateway " + gw + " runs " + job + " with " + diff};
             m.job_running = true;
             m.admitted = true;
+            m.stats.last_register_seconds = sg::seconds(monotonic_now() - asked);
             return {};
           }
           case wire::JobStatus::kRefused:

@@ -84,6 +84,7 @@ struct WorkerStats {
   uint64_t job_joins_sent = 0;    // JOB kJoin sent (announce_workers > 0)
   uint64_t job_replies = 0;       // JOB kReply for this job received
   uint64_t job_replies_bad = 0;   // JOB messages dropped: malformed, or not a reply for this job
+  double last_register_seconds = 0;  // first kJoin of a definition -> the gateway said running
   double last_round_seconds = 0;
 };
 

@@ -3,9 +3,9 @@
 #include <rte_mbuf.h>
 
 #include "config/load.h"
+#include "dataplane/job_memory.h"
 #include "dataplane/log.h"
 #include "dataplane/mbuf_ring.h"
-#include "measure/link_estimator.h"
 #include "sync/local_group.h"
 #include "wire/frame.h"
 #include "wire/job_msg.h"
@@ -82,16 +82,7 @@ bool announced_job_cost(const config::GatewayConfig& base, unsigned engines, con
       if (error.rfind("worker_chunk_bytes", 0) == 0) error = "chunk_bytes" + error.substr(18);
       return false;
     }
-  // Float32 model-sized buffers: per engine its runner's contribution and its SiteSync's
-  // result; once for the site: the shards' sums (split over the engines) and the workers'
-  // LocalGroup result; with compression the error-feedback residuals (up and down) and the
-  // encoded copies. Plus the rings: measurement samples per engine, CONTROL, engine links.
-  const uint64_t m = spec.model_bytes;
-  const bool compress = base.compression.mode != config::CompressionMode::kOff;
-  const uint64_t buffers = 2 * uint64_t(engines) + 2 + (compress ? 3 : 0);
-  const uint64_t chunks = m / config::worker_chunk_bytes(c) + m / base.transport.chunk_bytes + 2;
-  cost.memory_bytes = buffers * m + chunks * 64 + uint64_t(engines) * 16384 * sizeof(measure::ArrivalSample) +
-                      (uint64_t{1} << 20);
+  cost.memory_bytes = dp::job_memory_estimate(c, engines);
   cost.mbufs = kJobMbufs;
   return true;
 }
@@ -196,6 +187,7 @@ void JobDesk::tick(Nanos now) {
       send(p, wire::JobOp::kAnnounce, a.status, a.spec, a.text);
       stats_.announcements_out.fetch_add(1, std::memory_order_relaxed);
     }
+  refusals_.store(registry_.refusals(), std::memory_order_relaxed);
   if (views_at_ < 0 || now - views_at_ >= 50 * kMilli) {
     views_at_ = now;
     auto v = registry_.jobs();

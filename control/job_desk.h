@@ -29,8 +29,7 @@ namespace sg::ctl {
 config::GatewayConfig announced_job_config(const config::GatewayConfig& base, const wire::JobSpec& spec);
 
 // What a job of this definition holds at this gateway (`engines` engines), or why the
-// definition is not valid here (the key and the limit). The estimate is checked against
-// the heap a built job really takes by tests/dataplane (JobMemory).
+// definition is not valid here (the key and the limit). Memory: dp::job_memory_estimate.
 bool announced_job_cost(const config::GatewayConfig& base, unsigned engines, const wire::JobSpec& spec, jobs::Cost& cost,
                         std::string& error);
 // The mbufs a job's rings can hold at once (its CONTROL rings), reserved per job.
@@ -53,6 +52,7 @@ class JobDesk {
   jobs::Registry& registry() { return registry_; }
   const jobs::Registry& registry() const { return registry_; }
   const DeskStats& stats() const { return stats_; }
+  uint64_t refusals() const { return refusals_.load(std::memory_order_relaxed); }
   // Every job the registry holds, as of the last tick: for other threads (telemetry).
   std::vector<jobs::JobView> views() const {
     std::lock_guard lk(views_mu_);
@@ -78,6 +78,7 @@ class JobDesk {
   mutable std::mutex views_mu_;
   std::vector<jobs::JobView> views_;
   Nanos views_at_ = -1;
+  std::atomic<uint64_t> refusals_{0};
 };
 
 }  // namespace sg::ctl

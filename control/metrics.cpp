@@ -109,35 +109,59 @@ std::string metrics_text(const Gateway& gw) {
     value(losses, "link_loss_ratio", lb, l.loss);
   }
   o += rates + rtts + losses;
-  if (const dp::JobRunner* job = gw.job()) {
-    const auto& c = job->counters();
-    const std::string jl = site + "," + label("job", std::to_string(gw.config().job.id));
-    metric(o, "rounds_total", "counter", "Rounds this site completed.");
-    value(o, "rounds_total", jl, static_cast<double>(c.rounds.get()));
-    metric(o, "last_round_seconds", "gauge", "Duration of the last round.");
-    value(o, "last_round_seconds", jl, static_cast<double>(c.last_round_ns.load()) / 1e9);
-    metric(o, "early_closes_total", "counter", "Transfers closed early (Early Close).");
-    value(o, "early_closes_total", jl, static_cast<double>(c.early_closes.get()));
+  // Per job (label job="ID"), every job the gateway runs: each family's samples together.
+  const size_t jobs = gw.job_count();
+  auto per_job = [&](const char* name, const char* type, const char* help, auto&& get) {
+    if (!jobs) return;
+    metric(o, name, type, help);
+    for (size_t k = 0; k < jobs; ++k)
+      value(o, name, site + "," + label("job", std::to_string(gw.job_config(k).id)), get(gw.job_at(k)->counters(), k));
+  };
+  using RC = dp::RoundCounters;
+  per_job("rounds_total", "counter", "Rounds this site completed.",
+          [](const RC& c, size_t) { return static_cast<double>(c.rounds.get()); });
+  per_job("last_round_seconds", "gauge", "Duration of the last round.",
+          [](const RC& c, size_t) { return static_cast<double>(c.last_round_ns.load()) / 1e9; });
+  per_job("early_closes_total", "counter", "Transfers closed early (Early Close).",
+          [](const RC& c, size_t) { return static_cast<double>(c.early_closes.get()); });
+  if (jobs) {
     metric(o, "bubbles_total", "counter", "Chunks filled because they never arrived (Bubble Filling).");
-    value(o, "bubbles_total", jl + "," + label("direction", "up"), static_cast<double>(c.up_bubbles.get()));
-    value(o, "bubbles_total", jl + "," + label("direction", "down"), static_cast<double>(c.down_bubbles.get()));
-    metric(o, "worker_push_timeouts_total", "counter",
-           "Rounds whose site contribution went on after waiting job.worker_timeout_ms for a local worker.");
-    value(o, "worker_push_timeouts_total", jl, static_cast<double>(c.worker_timeouts.get()));
-    metric(o, "workers_missing_total", "counter", "Local workers absent from the site's contributions, summed over rounds.");
-    value(o, "workers_missing_total", jl, static_cast<double>(c.workers_missing.get()));
-    metric(o, "worker_chunks_missing_total", "counter",
-           "Chunks of local workers' pushes that the site's mean went on without (a push cancelled or timed out).");
-    value(o, "worker_chunks_missing_total", jl, static_cast<double>(c.worker_bubbles.get()));
-    metric(o, "round_timeouts_total", "counter", "Rounds completed by the round timeout.");
-    value(o, "round_timeouts_total", jl, static_cast<double>(c.timeouts.get()));
-    metric(o, "round_peers_moved_on_total", "counter",
-           "Times a peer ran a later round and what it had not sent of ours was given up.");
-    value(o, "round_peers_moved_on_total", jl, static_cast<double>(c.peers_moved_on.get()));
-    metric(o, "retransmits_total", "counter", "DATA retransmissions.");
-    value(o, "retransmits_total", jl, static_cast<double>(c.retransmits.get()));
-    metric(o, "policy_version", "gauge", "The policy version in force.");
-    value(o, "policy_version", jl, gw.policy_version());
+    for (size_t k = 0; k < jobs; ++k) {
+      const auto& c = gw.job_at(k)->counters();
+      const std::string jl = site + "," + label("job", std::to_string(gw.job_config(k).id));
+      value(o, "bubbles_total", jl + "," + label("direction", "up"), static_cast<double>(c.up_bubbles.get()));
+      value(o, "bubbles_total", jl + "," + label("direction", "down"), static_cast<double>(c.down_bubbles.get()));
+    }
+  }
+  per_job("worker_push_timeouts_total", "counter",
+          "Rounds whose site contribution went on after waiting job.worker_timeout_ms for a local worker.",
+          [](const RC& c, size_t) { return static_cast<double>(c.worker_timeouts.get()); });
+  per_job("workers_missing_total", "counter", "Local workers absent from the site's contributions, summed over rounds.",
+          [](const RC& c, size_t) { return static_cast<double>(c.workers_missing.get()); });
+  per_job("worker_chunks_missing_total", "counter",
+          "Chunks of local workers' pushes that the site's mean went on without (a push cancelled or timed out).",
+          [](const RC& c, size_t) { return static_cast<double>(c.worker_bubbles.get()); });
+  per_job("round_timeouts_total", "counter", "Rounds completed by the round timeout.",
+          [](const RC& c, size_t) { return static_cast<double>(c.timeouts.get()); });
+  per_job("round_peers_moved_on_total", "counter",
+          "Times a peer ran a later round and what it had not sent of ours was given up.",
+          [](const RC& c, size_t) { return static_cast<double>(c.peers_moved_on.get()); });
+  per_job("retransmits_total", "counter", "DATA retransmissions.",
+          [](const RC& c, size_t) { return static_cast<double>(c.retransmits.get()); });
+  per_job("policy_version", "gauge", "The policy version in force.",
+          [&](const RC&, size_t k) { return static_cast<double>(gw.policy_version(k)); });
+  if (const JobDesk* desk = gw.desk()) {
+    // Jobs announced by workers (admission): how many in each state, and the desk's traffic.
+    size_t by[5] = {};
+    for (const auto& v : desk->views()) by[static_cast<size_t>(v.status) % 5]++;
+    metric(o, "announced_jobs", "gauge", "Jobs the job registry holds, by status (YAML jobs included, as running).");
+    for (auto st : {wire::JobStatus::kPending, wire::JobStatus::kRunning, wire::JobStatus::kRefused, wire::JobStatus::kEnded})
+      value(o, "announced_jobs", site + "," + label("status", wire::job_status_name(st)),
+            static_cast<double>(by[static_cast<size_t>(st)]));
+    metric(o, "job_joins_total", "counter", "JOB joins received from workers.");
+    value(o, "job_joins_total", site, static_cast<double>(desk->stats().joins.load()));
+    metric(o, "job_refusals_total", "counter", "Announced jobs refused here (do not fit, disagree, a peer refused).");
+    value(o, "job_refusals_total", site, static_cast<double>(desk->refusals()));
   }
   if (const PolicyAgent* a = gw.agent()) {
     const auto& st = a->stats();

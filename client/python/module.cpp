@@ -233,6 +233,7 @@ PYBIND11_MODULE(_stormgate, m) {
         d["job_joins_sent"] = s.job_joins_sent;
         d["job_replies"] = s.job_replies;
         d["job_replies_bad"] = s.job_replies_bad;
+        d["last_register_seconds"] = s.last_register_seconds;
         d["last_round_seconds"] = s.last_round_seconds;
         return d;
       });

@@ -85,7 +85,7 @@ Result<size_t> build_job(std::span<uint8_t> out, uint16_t src_node, JobOp op, Jo
   h->spec.workers.store(spec.workers);
   h->spec.dtype = spec.dtype;
   h->spec.weight = spec.weight;
-  std::memcpy(out.data() + sizeof(JobHeader), text.data(), text.size());
+  if (!text.empty()) std::memcpy(out.data() + sizeof(JobHeader), text.data(), text.size());
   return len;
 }
 

@@ -76,6 +76,8 @@ PY
 port=$(( 20000 + $$ % 20000 ))
 grep -v '^telemetry:\|stats_interval_ms' "$ROOT/config/examples/single-ring.yaml" > "$tmp/ops.yaml"
 printf 'telemetry:\n  stats_interval_ms: 0\n  prometheus_port: %s\n' "$port" >> "$tmp/ops.yaml"
+# Two jobs (one site: synthetic rounds) and the desk for announced ones: metrics per job.
+printf 'jobs:\n  - {id: 3, model_bytes: 65536}\n  - {id: 4, model_bytes: 32768}\nadmission: {enabled: true}\n' >> "$tmp/ops.yaml"
 "$BIN" -l 0-1 --no-huge --no-pci -m 128 --file-prefix "$prefix" --log-level='*:warning' -- \
   --config "$tmp/ops.yaml" > "$tmp/ops-run.txt" 2>&1 &
 op=$!
@@ -94,6 +96,10 @@ grep -q "rx_packets" "$tmp/ctl.txt" || fail "stormctl status: no counters"
 grep -q '^stormgate_rx_packets_total{site="ring-lab"} [0-9]' "$tmp/metrics.txt" || fail "metrics: rx_packets_total"
 grep -q '^stormgate_drops_total{site="ring-lab",reason="bad_udp"} 0' "$tmp/metrics.txt" || fail "metrics: drops by reason"
 grep -q '^# TYPE stormgate_drops_total counter' "$tmp/metrics.txt" || fail "metrics: TYPE lines"
+grep -q '^stormgate_rounds_total{site="ring-lab",job="4"} [1-9]' "$tmp/metrics.txt" || fail "metrics: rounds of job 4"
+grep -q '^stormgate_rounds_total{site="ring-lab",job="3"} [1-9]' "$tmp/metrics.txt" || fail "metrics: rounds of job 3"
+[[ $(grep -c '^# TYPE stormgate_rounds_total' "$tmp/metrics.txt") == 1 ]] || fail "metrics: one family per name"
+grep -q '^stormgate_announced_jobs{site="ring-lab",status="running"} 2' "$tmp/metrics.txt" || fail "metrics: job registry"
 [[ $code == 404 ]] || fail "GET /other answered $code, expected 404"
 nogw="$("$ROOT/tools/stormctl" --prefix "nosuch$$" status 2>&1)" && fail "stormctl without a gateway succeeded"
 grep -q "cannot reach" <<< "$nogw" || fail "stormctl without a gateway: $nogw"

@@ -11,6 +11,8 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include <malloc.h>
+
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -20,6 +22,7 @@
 #include "crypto/peer_sessions.h"
 #include "dataplane/engine.h"
 #include "dataplane/gateway_handler.h"
+#include "dataplane/job_memory.h"
 #include "dataplane/job_runner.h"
 #include "dataplane/ltp_tx.h"
 #include "dataplane/policy_slot.h"
@@ -407,6 +410,37 @@ TEST(GatewayRounds, TwoJobsAtOnceEachGetTheirOwnExactMeans) {
   tb.shutdown();
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
   }
+}
+
+// The admission budget of announced jobs is spent by dp::job_memory_estimate: it must cover
+// what a job really takes (its heap through rounds, per site) without being loose by more
+// than 2x. Model-sized buffers dominate and are mmapped (counted in hblkhd from any thread).
+TEST(GatewayRounds, JobMemoryEstimateCoversWhatAJobTakes) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer's allocator does not report to mallinfo2 (the plain build runs this)";
+#endif
+  auto heap = [] {
+    const struct mallinfo2 mi = mallinfo2();
+    return static_cast<int64_t>(mi.uordblks + mi.hblkhd);
+  };
+  constexpr uint64_t kModel = 8u << 20;
+  const int64_t before = heap();
+  Testbed tb("mem", 0.0, 2, kModel);
+  ASSERT_TRUE(tb.run(std::chrono::seconds(90)));
+  const int64_t per_site = (heap() - before) / kSites;
+  const uint64_t estimate = job_memory_estimate(tb.sites[0].cfg, 1);
+  // Compression stays off on these clean links (adaptive): the estimate's reserve for its
+  // buffers is not taken here, so looseness is judged without it.
+  config::GatewayConfig off = tb.sites[0].cfg;
+  off.compression.mode = config::CompressionMode::kOff;
+  const uint64_t estimate_off = job_memory_estimate(off, 1);
+  std::printf("job of %llu bytes: heap %.1f MiB per site, estimate %.1f MiB (%.1f MiB without compression)\n",
+              (unsigned long long)kModel, per_site / 1048576.0, estimate / 1048576.0, estimate_off / 1048576.0);
+  EXPECT_GT(per_site, static_cast<int64_t>(kModel)) << "the job's buffers were not seen";
+  EXPECT_LE(per_site, static_cast<int64_t>(estimate)) << "the estimate is short of what a job takes";
+  EXPECT_LE(estimate_off, 2 * static_cast<uint64_t>(per_site) + (2u << 20)) << "the estimate is loose";
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool));
 }
 
 TEST(GatewayRounds, PlainModeStillRunsWhenTheConfigAsksForIt) {
