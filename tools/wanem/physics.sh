@@ -10,6 +10,13 @@
 # Exit 0 when every check holds, 1 otherwise.
 set -uo pipefail
 BIN="$1"; QUICK=0; [[ "${2:-}" == "--quick" ]] && QUICK=1
+# --sanitized (third argument): the emulator is an ASan/UBSan build, several times slower,
+# sharing two cores with the sanitized suite. The run then looks for memory errors on the
+# same scenarios with bounds that timing cannot break (3 ms, 30%, 10%); the plain build's run
+# holds the physics to the figures above.
+SAN=0; [[ "${3:-}" == "--sanitized" ]] && SAN=1
+rtt_tol=1.0 loss_tol=0.10 rate_tol=0.03 loss_pps=40000
+[[ $SAN == 1 ]] && { rtt_tol=3.0 loss_tol=0.30 rate_tol=0.10 loss_pps=15000; }
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
 for t in ping iperf3 python3 ethtool; do command -v $t >/dev/null || { echo "FAIL: $t missing (scripts/setup)"; exit 1; }; done
@@ -59,7 +66,7 @@ default: {delay_ms: $d}"
   [[ $med != none ]] || fail "no ping answered at ${d} ms each way"
   err=$(abs "$(awk -v a="$med" -v d="$d" 'BEGIN {print a - 2 * d}')")
   echo "rtt: one-way delay $d ms -> ping RTT ${med} ms, median of $pings (error ${err} ms)"
-  awk -v e="$err" 'BEGIN {exit !(e < 1.0)}' || fail "RTT ${med} ms for ${d} ms each way"
+  awk -v e="$err" -v t="$rtt_tol" 'BEGIN {exit !(e < t)}' || fail "RTT ${med} ms for ${d} ms each way"
   rtt_err_max=$(awk -v a="$rtt_err_max" -v b="$err" 'BEGIN {print (b > a) ? b : a}')
 done
 
@@ -71,13 +78,13 @@ pairs:
   - {from: 1, to: 2, loss: 0.01}"
 ip netns exec "${P}b" python3 "$HERE/udp_probe.py" recv 9001 1.0 > "$tmp/recv.txt" &
 rp=$!; sleep 0.3
-ip netns exec "${P}a" python3 "$HERE/udp_probe.py" send 10.77.0.2 9001 "$n" 64 40000
+ip netns exec "${P}a" python3 "$HERE/udp_probe.py" send 10.77.0.2 9001 "$n" 64 "$loss_pps"
 wait "$rp"
 got=$(awk '{print $2}' "$tmp/recv.txt")
 loss=$(awk -v g="$got" -v n="$n" 'BEGIN {print 1 - g / n}')
 loss_err=$(abs "$(awk -v l="$loss" 'BEGIN {print (l - 0.01) / 0.01}')")
 echo "loss: configured 1%, measured $(awk -v l="$loss" 'BEGIN {printf "%.3f%%", 100 * l}') of $n (relative error $loss_err)"
-awk -v e="$loss_err" 'BEGIN {exit !(e <= 0.10)}' || fail "loss $loss for 0.01"
+awk -v e="$loss_err" -v t="$loss_tol" 'BEGIN {exit !(e <= t)}' || fail "loss $loss for 0.01"
 
 # 3. Kernel TCP at 1% loss, 50 ms RTT, against Mathis
 secs=15; [[ $QUICK == 1 ]] && secs=8
@@ -112,7 +119,7 @@ read -r _ got _ bytes _ first _ last < "$tmp/rate.txt"
 rate=$(awk -v g="$got" -v f="$first" -v l="$last" -v s="$size" 'BEGIN {print (g - 1) * (s + 42) * 8 / (l - f) / 1e6}')
 rate_err=$(abs "$(awk -v r="$rate" 'BEGIN {print (r - 50) / 50}')")
 echo "rate: configured 50 Mbit/s, measured $(awk -v r="$rate" 'BEGIN {printf "%.2f", r}') Mbit/s (relative error $rate_err)"
-awk -v e="$rate_err" 'BEGIN {exit !(e <= 0.03)}' || fail "rate $rate Mbit/s for 50"
+awk -v e="$rate_err" -v t="$rate_tol" 'BEGIN {exit !(e <= t)}' || fail "rate $rate Mbit/s for 50"
 
 echo "{\"bench\": \"wanem\", \"rtt_error_ms_max\": $rtt_err_max, \"loss_rate_rel_error_max\": $loss_err, \"tcp_vs_mathis\": $tcp_ratio, \"rate_rel_error\": $rate_err, \"mode\": \"$([[ $QUICK == 1 ]] && echo quick || echo full)\"}"
 [[ $ok == 1 ]]
