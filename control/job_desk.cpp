@@ -2,6 +2,8 @@
 
 #include <rte_mbuf.h>
 
+#include <algorithm>
+
 #include "config/load.h"
 #include "dataplane/job_memory.h"
 #include "dataplane/log.h"
@@ -161,6 +163,10 @@ void JobDesk::receive(Nanos now) {
           stats_.joins.fetch_add(1, std::memory_order_relaxed);
           const jobs::Reply r = registry_.on_join(j.spec, j.src_node, now);
           const jobs::JobView* v = registry_.find(j.spec.id);
+          if (r.status == wire::JobStatus::kPending) {
+            auto& w = waiting_[j.spec.id];
+            if (std::find(w.begin(), w.end(), j.src_node) == w.end()) w.push_back(j.src_node);
+          }
           send(j.src_node, wire::JobOp::kReply, r.status, v ? v->spec : j.spec, r.text);
           stats_.replies.fetch_add(1, std::memory_order_relaxed);
         } else if (j.op == wire::JobOp::kLeave) {
@@ -180,8 +186,27 @@ void JobDesk::receive(Nanos now) {
   }
 }
 
+void JobDesk::tell_waiting() {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    const jobs::JobView* v = registry_.find(it->first);
+    const bool told = !v || (v->status == wire::JobStatus::kRunning && v->built) ||
+                      v->status == wire::JobStatus::kRefused || v->status == wire::JobStatus::kEnded;
+    if (!told) {
+      ++it;
+      continue;
+    }
+    if (v)
+      for (uint16_t node : it->second) {
+        send(node, wire::JobOp::kReply, v->status, v->spec, v->reason);
+        stats_.replies.fetch_add(1, std::memory_order_relaxed);
+      }
+    it = waiting_.erase(it);
+  }
+}
+
 void JobDesk::tick(Nanos now) {
   receive(now);
+  tell_waiting();
   for (const auto& a : registry_.tick(now))
     for (uint16_t p : peers_) {
       send(p, wire::JobOp::kAnnounce, a.status, a.spec, a.text);

@@ -14,6 +14,7 @@
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -73,6 +74,10 @@ class JobDesk {
   dp::LtpCounters tx_counters_;
   std::unique_ptr<dp::LtpTx> tx_;
   std::vector<uint16_t> peers_;
+  // Workers told "pending", by job: told again the moment the job runs (or is refused), so a
+  // worker does not wait for its next join to learn it.
+  std::map<uint32_t, std::vector<uint16_t>> waiting_;
+  void tell_waiting();
   size_t nports_ = 0;
   DeskStats stats_;
   mutable std::mutex views_mu_;

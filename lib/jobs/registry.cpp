@@ -86,6 +86,7 @@ Registry::Entry& Registry::admit(const JobSpec& spec, uint16_t site, Nanos now) 
   e.v.cost = c;
   e.reserved = true;
   e.v.status = JobStatus::kPending;
+  changed_ = true;
   maybe_run(e);
   return e;
 }
@@ -93,6 +94,7 @@ Registry::Entry& Registry::admit(const JobSpec& spec, uint16_t site, Nanos now) 
 void Registry::refuse(Entry& e, std::string reason, Nanos now) {
   if (e.v.pinned) return;
   e.v.status = JobStatus::kRefused;
+  changed_ = true;
   e.v.reason = std::move(reason);
   e.ended_at = now;
   if (!e.v.built) e.reserved = false;
@@ -102,6 +104,7 @@ void Registry::refuse(Entry& e, std::string reason, Nanos now) {
 void Registry::end(Entry& e, std::string reason, Nanos now) {
   if (e.v.pinned) return;
   e.v.status = JobStatus::kEnded;
+  changed_ = true;
   e.v.reason = std::move(reason);
   e.ended_at = now;
   if (!e.v.built) e.reserved = false;
@@ -114,6 +117,7 @@ void Registry::maybe_run(Entry& e) {
     if (st == e.peer_status.end() || !live(st->second) || e.peer_spec[p] != e.v.spec) return;
   }
   e.v.status = JobStatus::kRunning;
+  changed_ = true;
 }
 
 std::string Registry::waiting_for(const Entry& e) const {
@@ -258,8 +262,9 @@ std::vector<Announcement> Registry::tick(Nanos now) {
     ++it;
   }
   std::vector<Announcement> out;
-  if (last_announce_ >= 0 && now - last_announce_ < cfg_.announce_interval) return out;
+  if (!changed_ && last_announce_ >= 0 && now - last_announce_ < cfg_.announce_interval) return out;
   last_announce_ = now;
+  changed_ = false;
   for (const auto& [id, e] : jobs_) out.push_back(Announcement{e.v.spec, e.v.status, e.v.reason});
   return out;
 }

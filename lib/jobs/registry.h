@@ -108,7 +108,8 @@ class Registry {
   std::vector<uint32_t> to_stop() const;
   void stopped(uint32_t job);
   // Advances timers (idle jobs end, held refusals expire); returns what to announce to every
-  // peer now (empty between announce intervals).
+  // peer now: everything, every announce interval, and at once after any job changed status
+  // here (so agreement takes a round trip, not an interval).
   std::vector<Announcement> tick(Nanos now);
 
   std::vector<JobView> jobs() const;
@@ -138,6 +139,7 @@ class Registry {
   CostFn cost_;
   std::map<uint32_t, Entry> jobs_;
   Nanos last_announce_ = -1;
+  bool changed_ = false;  // a job's status changed since the last announcement
   uint64_t refusals_ = 0;
 };
 

@@ -206,6 +206,22 @@ TEST(Registry, ARestartedGatewayRelearnsItsJobsFromItsPeers) {
   EXPECT_EQ(c.at(2).find(9)->spec.model_bytes, 2 * kMiB);
 }
 
+TEST(Registry, AChangeIsAnnouncedAtOnceTheRestEveryInterval) {
+  Cluster c(2);
+  Registry& r = c.at(1);
+  EXPECT_TRUE(r.tick(0).empty()) << "nothing held, nothing to say";
+  r.on_join(job(7, kMiB), 0x8000, 10 * kMilli);
+  auto a = r.tick(20 * kMilli);
+  ASSERT_EQ(a.size(), 1u) << "a new job is announced without waiting for the interval";
+  EXPECT_EQ(a[0].status, JobStatus::kPending);
+  EXPECT_TRUE(r.tick(30 * kMilli).empty()) << "no change: quiet until the interval";
+  EXPECT_EQ(r.tick(220 * kMilli).size(), 1u) << "repeated every interval";
+  r.on_announce(2, job(7, kMiB), JobStatus::kPending, "", 230 * kMilli);
+  a = r.tick(240 * kMilli);
+  ASSERT_EQ(a.size(), 1u) << "running: said at once";
+  EXPECT_EQ(a[0].status, JobStatus::kRunning);
+}
+
 TEST(Registry, PinnedJobsNeitherEndNorCountAgainstTheBudget) {
   Cluster c(1, 10 * kMiB);
   c.at(1).pin(job(1, 100 * kMiB));
