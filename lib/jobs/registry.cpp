@@ -147,6 +147,14 @@ Reply Registry::on_join(const JobSpec& spec, uint16_t node, Nanos now) {
                                             wire::job_spec_difference(e.v.spec, spec) + ", this worker sent another"};
     }
   }
+  if (it == jobs_.end() && jobs_.size() >= max_entries()) {
+    // A LAN host announcing job after job must not grow the registry without bound (each
+    // refusal is held and announced for a while): refused without a record.
+    ++refusals_;
+    return Reply{JobStatus::kRefused, "job " + std::to_string(spec.id) + " not considered: site " +
+                                          std::to_string(cfg_.self) + " holds " + std::to_string(jobs_.size()) +
+                                          " job records (running, pending, lately refused or ended); try again later"};
+  }
   Entry& e = it != jobs_.end() ? it->second : admit(spec, cfg_.self, now);
   if (live(e.v.status)) {
     e.last_activity = now;
@@ -187,6 +195,7 @@ void Registry::on_announce(uint16_t site, const JobSpec& spec, JobStatus status,
     return;
   }
   if (!live(status)) return;
+  if (it == jobs_.end() && jobs_.size() >= max_entries()) return;  // heard again next interval
   if (it == jobs_.end()) {
     // A job this site does not hold: learnt from the peer (a restart, or its workers came
     // first), admitted here as if our own workers had announced it.

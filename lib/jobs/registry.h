@@ -134,6 +134,8 @@ class Registry {
   void maybe_run(Entry& e);
   std::string waiting_for(const Entry& e) const;
   std::string fit_error(const wire::JobSpec& spec, const Cost& c) const;
+  // Records kept at most (live jobs, refusals and ends held for refusal_hold).
+  size_t max_entries() const { return 4 * size_t(cfg_.budget.max_jobs) + 64; }
 
   RegistryConfig cfg_;
   CostFn cost_;

@@ -222,6 +222,19 @@ TEST(Registry, AChangeIsAnnouncedAtOnceTheRestEveryInterval) {
   EXPECT_EQ(a[0].status, JobStatus::kRunning);
 }
 
+TEST(Registry, AFloodOfAnnouncedJobsKeepsTheRegistryBounded) {
+  Cluster c(1, 1);  // 1 byte of budget: every job is refused (and held for a while)
+  size_t refused = 0;
+  for (uint32_t id = 1; id <= 10000; ++id)
+    refused += c.at(1).on_join(job(id, kMiB), 0x8000, c.now).status == JobStatus::kRefused;
+  EXPECT_EQ(refused, 10000u);
+  EXPECT_LE(c.at(1).jobs().size(), 4u * 16 + 64) << "records bounded";
+  EXPECT_LE(c.at(1).tick(c.now).size(), 4u * 16 + 64) << "and so are the announcements";
+  c.step(4 * kSecond);
+  EXPECT_TRUE(c.at(1).jobs().empty()) << "held refusals expire";
+  EXPECT_EQ(c.at(1).on_join(job(1, 1), 0x8000, c.now).status, JobStatus::kRefused) << "judged afresh: still no room";
+}
+
 TEST(Registry, PinnedJobsNeitherEndNorCountAgainstTheBudget) {
   Cluster c(1, 10 * kMiB);
   c.at(1).pin(job(1, 100 * kMiB));
