@@ -93,10 +93,17 @@ case "$KIND" in
     # gateways' memory budget beside them is refused with the numbers.
     echo "--- testbed --announced 24, two jobs announced by their workers and a third refused"
     rm -rf "$OUT/logs"
+    rc=0
     "$ROOT/scripts/testbed" --sites 3 --workers 1 --rates 200,100,50 --announced 24 --duration 120 --keep-logs \
-      --worker-cmd "$ROOT/tests/system/announced_jobs.sh $OUT" 2>&1 | tee "$OUT/testbed.out"
+      --worker-cmd "$ROOT/tests/system/announced_jobs.sh $OUT" > "$OUT/testbed.out" 2>&1 || rc=$?
+    cat "$OUT/testbed.out"
     kept=$(sed -n 's/.*logs kept in \(\/tmp\/[^ ]*\).*/\1/p' "$OUT/testbed.out" | tail -1)
     [[ -n "$kept" && -d "$kept" ]] && mv "$kept" "$OUT/logs"
+    if [[ $rc != 0 ]]; then
+      for f in "$OUT"/logs/worker-*.log; do echo "--- $f"; grep -v '"round"' "$f" | tail -20; done
+      for f in "$OUT"/logs/gateway-*.log; do echo "--- $f"; grep -i "job 1[123]\|refus" "$f" | tail -20; done
+      echo "the testbed failed (exit $rc)"; exit 1
+    fi
     for id in 11 12; do
       [[ -s "$OUT/announced-$id.json" ]] || { echo "job $id: no result from its workers"; exit 1; }
       echo "job $id: $(cat "$OUT/announced-$id.json")"
