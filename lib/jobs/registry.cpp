@@ -92,22 +92,19 @@ Registry::Entry& Registry::admit(const JobSpec& spec, uint16_t site, Nanos now) 
 }
 
 void Registry::refuse(Entry& e, std::string reason, Nanos now) {
-  if (e.v.pinned) return;
-  e.v.status = JobStatus::kRefused;
-  changed_ = true;
-  e.v.reason = std::move(reason);
-  e.ended_at = now;
-  if (!e.v.built) e.reserved = false;
-  ++refusals_;
+  if (close(e, JobStatus::kRefused, std::move(reason), now)) ++refusals_;
 }
 
-void Registry::end(Entry& e, std::string reason, Nanos now) {
-  if (e.v.pinned) return;
-  e.v.status = JobStatus::kEnded;
-  changed_ = true;
+void Registry::end(Entry& e, std::string reason, Nanos now) { close(e, JobStatus::kEnded, std::move(reason), now); }
+
+bool Registry::close(Entry& e, JobStatus status, std::string reason, Nanos now) {
+  if (e.v.pinned) return false;
+  e.v.status = status;
   e.v.reason = std::move(reason);
   e.ended_at = now;
-  if (!e.v.built) e.reserved = false;
+  if (!e.v.built) e.reserved = false;  // a built job's cost returns in stopped()
+  changed_ = true;
+  return true;
 }
 
 void Registry::maybe_run(Entry& e) {

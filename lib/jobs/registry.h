@@ -131,6 +131,8 @@ class Registry {
   Entry& admit(const wire::JobSpec& spec, uint16_t site, Nanos now);
   void refuse(Entry& e, std::string reason, Nanos now);
   void end(Entry& e, std::string reason, Nanos now);
+  // Refused or ended: held for refusal_hold, announced; false for a pinned job (never closed).
+  bool close(Entry& e, wire::JobStatus status, std::string reason, Nanos now);
   void maybe_run(Entry& e);
   std::string waiting_for(const Entry& e) const;
   std::string fit_error(const wire::JobSpec& spec, const Cost& c) const;
