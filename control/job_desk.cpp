@@ -6,6 +6,7 @@
 
 #include "config/load.h"
 #include "dataplane/job_memory.h"
+#include "control/ring_frame_io.h"
 #include "dataplane/log.h"
 #include "dataplane/mbuf_ring.h"
 #include "sync/local_group.h"
@@ -13,27 +14,6 @@
 #include "wire/job_msg.h"
 
 namespace sg::ctl {
-
-// Frames built here go to engine 0 through a ring (the port index in the mbuf's hash field).
-class JobDesk::FrameIo final : public dp::EngineIo {
- public:
-  FrameIo(rte_mempool* pool, rte_ring* out) : pool_(pool), out_(out) {}
-  void tx_st(uint16_t port_index, rte_mbuf* m) override {
-    m->hash.usr = port_index;
-    if (rte_ring_enqueue(out_, m) != 0) {
-      counters_.tx_dropped.add();
-      rte_pktmbuf_free(m);
-    }
-  }
-  rte_mempool* pool() const override { return pool_; }
-  dp::EngineCounters& counters() override { return counters_; }
-  uint16_t queue() const override { return 0; }
-
- private:
-  rte_mempool* pool_;
-  rte_ring* out_;
-  dp::EngineCounters counters_;
-};
 
 config::GatewayConfig announced_job_config(const config::GatewayConfig& base, const wire::JobSpec& spec) {
   config::GatewayConfig c = base;
@@ -112,7 +92,7 @@ JobDesk::JobDesk(const config::GatewayConfig& cfg, unsigned engines, jobs::Budge
                   return announced_job_cost(cfg, engines, s, c, e);
                 }),
       in_(frames_in) {
-  io_ = std::make_unique<FrameIo>(pool, frames_out);
+  io_ = std::make_unique<RingFrameIo>(pool, frames_out);
   tx_ = std::make_unique<dp::LtpTx>(ports, nbrs, routes, tx_counters_);
   tx_->bind_st(io_.get());
   tx_->set_workers(4096, cfg.transport.udp_port);  // any worker index a join may carry

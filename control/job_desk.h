@@ -63,14 +63,13 @@ class JobDesk {
   void set_sealer(crypto::Sealer* s) { tx_->set_sealer(s); }
 
  private:
-  class FrameIo;
   void receive(Nanos now);
   void send(uint16_t node, wire::JobOp op, wire::JobStatus status, const wire::JobSpec& spec, const std::string& text);
 
   const config::GatewayConfig& cfg_;
   jobs::Registry registry_;
   rte_ring* in_;
-  std::unique_ptr<FrameIo> io_;
+  std::unique_ptr<dp::EngineIo> io_;
   dp::LtpCounters tx_counters_;
   std::unique_ptr<dp::LtpTx> tx_;
   std::vector<uint16_t> peers_;

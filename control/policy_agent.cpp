@@ -4,36 +4,13 @@
 
 #include <algorithm>
 
+#include "control/ring_frame_io.h"
 #include "dataplane/log.h"
 #include "dataplane/mbuf_ring.h"
 #include "wire/frame.h"
 #include "wire/ltp_codec.h"
 
 namespace sg::ctl {
-
-// Frames the control thread builds go to engine 0 through a ring; engine 0 transmits them
-// on its own queue (the port index rides in the mbuf's hash field).
-class PolicyAgent::FrameIo final : public dp::EngineIo {
- public:
-  FrameIo(rte_mempool* pool, rte_ring* out) : pool_(pool), out_(out) {}
-  void tx_st(uint16_t port_index, rte_mbuf* m) override {
-    m->hash.usr = port_index;
-    if (rte_ring_enqueue(out_, m) != 0) {
-      counters_.tx_dropped.add();
-      rte_pktmbuf_free(m);
-    } else {
-      counters_.tx_packets.add();
-    }
-  }
-  rte_mempool* pool() const override { return pool_; }
-  dp::EngineCounters& counters() override { return counters_; }
-  uint16_t queue() const override { return 0; }
-
- private:
-  rte_mempool* pool_;
-  rte_ring* out_;
-  dp::EngineCounters counters_;
-};
 
 namespace {
 controller::ControlPlaneConfig plane_config(const config::GatewayConfig& cfg, uint64_t incarnation) {
@@ -48,7 +25,7 @@ PolicyAgent::PolicyAgent(const config::GatewayConfig& cfg, const topo::Plan& ini
                          const std::vector<dp::PeerRoute>& routes, rte_ring* frames_in, rte_ring* frames_out,
                          dp::PolicySlot& slot, uint64_t incarnation)
     : job_(cfg.job.id), in_(frames_in), slot_(slot), plane_(plane_config(cfg, incarnation), initial) {
-  io_ = std::make_unique<FrameIo>(pool, frames_out);
+  io_ = std::make_unique<RingFrameIo>(pool, frames_out);
   tx_ = std::make_unique<dp::LtpTx>(ports, nbrs, routes, tx_counters_);
   tx_->bind_st(io_.get());
 }

@@ -74,13 +74,12 @@ class PolicyAgent {
 
  private:
   uint32_t job_ = 0;  // for the log lines: a gateway may run several jobs
-  class FrameIo;
   void receive_frames(Nanos now);
   void approve_rounds(uint32_t completed_round, uint32_t wanted_round);
   void publish_stats();
 
   rte_ring* in_;
-  std::unique_ptr<FrameIo> io_;
+  std::unique_ptr<dp::EngineIo> io_;
   std::unique_ptr<dp::LtpTx> tx_;
   dp::LtpCounters tx_counters_;
   dp::PolicySlot& slot_;
