@@ -37,6 +37,7 @@ void sg_job_options_init(sg_job_options* j) {
   j->size = sizeof(sg_job_options);
   j->workers = 0;
   j->weight = 1;
+  j->exact = 0;
 }
 
 int sg_worker_open(const sg_worker_options* o, sg_worker** out) { return sg_worker_open2(o, nullptr, out); }
@@ -70,6 +71,7 @@ int sg_worker_open2(const sg_worker_options* o, const sg_job_options* j, sg_work
       }
       wo.announce_workers = j->workers;
       wo.weight = j->weight;
+      if (j->size >= offsetof(sg_job_options, exact) + sizeof(j->exact)) wo.exact = j->exact != 0;
     }
     h->w = std::make_unique<sg::client::Worker>(wo);
     if (!h->w->status().ok()) {

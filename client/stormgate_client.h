@@ -57,6 +57,8 @@ typedef struct sg_job_options {
   uint16_t workers;  /* workers per site (the job's job.workers); > 0 announces the job, 0 does
                         not (the gateway's config holds it); at most 4096; default 0 */
   uint8_t weight;    /* the job's share of the WAN against other jobs, 1..16; default 1 */
+  uint8_t exact;     /* 1: every round exactly the mean of every push or no result (no
+                        compression, no Early Close, no bubbles); default 0 */
 } sg_job_options;
 
 typedef struct sg_worker sg_worker;

@@ -369,6 +369,7 @@ Status Worker::ensure_job(size_t n, Dtype dtype, Nanos deadline, Nanos timeout, 
   spec.workers = opts_.announce_workers;
   spec.dtype = job_dtype(dtype);
   spec.weight = opts_.weight;
+  spec.exact = opts_.exact;
   Nanos now = monotonic_now();
   if (m.job_running && spec == m.job_spec) {
     if (now - m.last_join >= kRejoinEvery) {
@@ -541,6 +542,7 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
     // RTO: Early Close waits at least 20 ms of quiet, not LTP's WAN floor of 100 us (a
     // CPU-starved worker filled 4.7% of a round from its own gradient with that floor).
     rc.early_close.quiet_min = 20 * kMilli;
+    rc.early_close.enabled = !opts_.exact;
     m.recv = std::make_unique<ltp::Receiver>(rc);
     m.chunks = chunks;
   }

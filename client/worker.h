@@ -70,6 +70,11 @@ struct WorkerOptions {
   // the Worker's destructor or leave() sends kLeave. At most 4096 (the gateway's limit).
   uint16_t announce_workers = 0;
   uint8_t weight = 1;  // the job's share of the WAN against other jobs, 1..16 (announced jobs)
+  // An announced job whose every round is exactly the mean of every worker's push: the
+  // gateways code nothing and close nothing early, nor does this worker's result receiver; a
+  // missing contribution means no result (a timeout), never a bubble. For collectives that must
+  // be bit-exact (a process group's broadcast, all-gather, barrier).
+  bool exact = false;
 };
 
 struct WorkerStats {

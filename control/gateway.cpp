@@ -286,8 +286,9 @@ void Gateway::sync_jobs(Nanos now) {
     auto js = build_job(announced_job_config(cfg_, spec), workers(), err);
     if (js && attach_job(*js, true, err)) {
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      SG_LOG(INFO, control, "job %u (announced): %llu-byte model, %u workers, weight %u, chunks of %u B: built in %.1f ms\n",
-             spec.id, (unsigned long long)spec.model_bytes, spec.workers, spec.weight, spec.chunk_bytes, ms);
+      SG_LOG(INFO, control, "job %u (announced): %llu-byte model, %u workers, weight %u, chunks of %u B%s: built in %.1f ms\n",
+             spec.id, (unsigned long long)spec.model_bytes, spec.workers, spec.weight, spec.chunk_bytes,
+             spec.exact ? ", exact (no compression, no Early Close)" : "", ms);
       std::lock_guard lk(jobs_mu_);
       stacks_.push_back(std::move(js));
       reg.started(spec.id, true, "", now);

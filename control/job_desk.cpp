@@ -29,6 +29,15 @@ config::GatewayConfig announced_job_config(const config::GatewayConfig& base, co
   c.jobs = {j};
   c.jobs_listed = false;
   c.admission.enabled = false;  // the job alone, as if it were the YAML's
+  if (spec.exact) {
+    // Bit-exact rounds or none: every chunk waits for every contribution, nothing is coded,
+    // and a round waits as long as a process group's collective would (gloo's default 30 min).
+    c.compression.mode = config::CompressionMode::kOff;
+    c.transport.early_close.enabled = false;
+    c.job.round_timeout_ms = kExactRoundTimeoutMs;
+    c.job.worker_timeout_ms = kExactRoundTimeoutMs - 1000;
+    c.jobs = {c.job};
+  }
   return c;
 }
 

@@ -26,7 +26,10 @@
 namespace sg::ctl {
 
 // An announced job's config: the gateway's, with `job` from the definition (other job keys
-// from the YAML's `job` section when it names no model, else their defaults).
+// from the YAML's `job` section when it names no model, else their defaults). An exact job
+// (JobSpec::exact) has compression and Early Close off and rounds that wait up to
+// kExactRoundTimeoutMs.
+inline constexpr uint32_t kExactRoundTimeoutMs = 30 * 60 * 1000;
 config::GatewayConfig announced_job_config(const config::GatewayConfig& base, const wire::JobSpec& spec);
 
 // What a job of this definition holds at this gateway (`engines` engines), or why the

@@ -162,7 +162,7 @@ PYBIND11_MODULE(_stormgate, m) {
   py::class_<Worker>(m, "Worker")
       .def(py::init([](const std::string& host, uint16_t port, uint32_t worker_index, uint16_t gateway_node,
                        uint32_t job, uint32_t chunk_bytes, const std::string& bind_host, uint16_t bind_port,
-                       const std::string& token_file, uint16_t announce_workers, int weight) {
+                       const std::string& token_file, uint16_t announce_workers, int weight, bool exact) {
              WorkerOptions o;
              o.gateway_host = host;
              o.gateway_port = port;
@@ -176,6 +176,7 @@ PYBIND11_MODULE(_stormgate, m) {
              o.announce_workers = announce_workers;
              if (weight < 1 || weight > 16) throw py::value_error("weight must be 1..16, got " + std::to_string(weight));
              o.weight = static_cast<uint8_t>(weight);
+             o.exact = exact;
              auto w = std::make_unique<Worker>(o);
              if (!w->status().ok()) raise(w->status());
              return w;
@@ -183,10 +184,11 @@ PYBIND11_MODULE(_stormgate, m) {
            py::arg("host") = "127.0.0.1", py::arg("port") = 7400, py::arg("worker_index") = 0,
            py::arg("gateway_node") = 1, py::arg("job") = 1, py::arg("chunk_bytes") = 1344,
            py::arg("bind_host") = "0.0.0.0", py::arg("bind_port") = 0, py::arg("token_file") = "",
-           py::arg("announce_workers") = 0, py::arg("weight") = 1,
+           py::arg("announce_workers") = 0, py::arg("weight") = 1, py::arg("exact") = false,
            "announce_workers > 0 (workers per site): this worker announces the job to the gateway before "
            "its first round of a size (refused: StormgateError naming the field; no answer: GatewayTimeout) "
-           "and leaves it when closed; 0: the gateway's config holds the job. weight: the job's WAN share, 1..16.")
+           "and leaves it when closed; 0: the gateway's config holds the job. weight: the job's WAN share, 1..16. exact: every round "
+           "exactly the mean of every push or no result (announced jobs; no compression, no Early Close).")
       .def(
           "allreduce",
           [](Worker& w, py::buffer buf, uint32_t round, double timeout_s, const std::string& dtype) {

@@ -14,7 +14,9 @@ pkg="$(find "$dest" -path '*/stormgate/__init__.py' | head -1)"
 site="$(dirname "$mod")"
 [[ "$(dirname "$(dirname "$pkg")")" == "$site" ]] || { echo "FAIL: module and package in different directories"; exit 1; }
 cd / && env -i PATH=/usr/bin:/bin PYTHONPATH="$site" /usr/bin/python3 -c '
-import stormgate, stormgate.ddp, _stormgate
+import stormgate, stormgate.ddp, stormgate.process_group, _stormgate
+import torch.distributed as dist
+assert hasattr(dist.Backend, "STORMGATE")  # the backend registered on import
 assert stormgate.__file__.startswith("'"$site"'"), stormgate.__file__
 assert _stormgate.__file__.startswith("'"$site"'"), _stormgate.__file__
 c = stormgate.Client(host="127.0.0.1", port=9, worker_index=0)  # no gateway needed to construct

@@ -431,6 +431,117 @@ class TorchTest(unittest.TestCase):
             stub.close()
 
 
+# One rank of ProcessGroupTest: every collective the backend offers, results as one JSON line.
+_PG_RANK = r"""
+import json, os, sys
+import torch, torch.distributed as dist
+import stormgate.process_group
+rank, world = int(sys.argv[1]), int(sys.argv[2])
+dist.init_process_group("stormgate", init_method="stormgate://", rank=rank, world_size=world)
+g = torch.Generator().manual_seed(7)
+f64 = torch.randn(1001, generator=g, dtype=torch.float64) * (rank + 1)   # odd byte count / 2
+out = {}
+b = torch.arange(9, dtype=torch.int32) * (rank + 1) - 100
+dist.broadcast(b, 2)
+out["bcast"] = b.tolist()
+parts = [torch.zeros(1001, dtype=torch.float64) for _ in range(world)]
+dist.all_gather(parts, f64)
+out["gather_hex"] = [p.numpy().tobytes().hex()[:64] + str(p.sum().item()) for p in parts]
+i = torch.tensor([rank * 1000003, -rank, 2 ** 40 + rank], dtype=torch.int64)
+for name, op in (("max", dist.ReduceOp.MAX), ("min", dist.ReduceOp.MIN), ("sum_i", dist.ReduceOp.SUM)):
+    t = i.clone(); dist.all_reduce(t, op=op); out[name] = t.tolist()
+t = torch.tensor([rank + 0.5, -1.25 * rank]); dist.all_reduce(t); out["sum_f"] = t.tolist()
+t = torch.tensor([rank + 0.5], dtype=torch.bfloat16); dist.all_reduce(t, op=dist.ReduceOp.AVG); out["avg_bf16"] = t.tolist()
+bo = torch.tensor([rank == 1, False, True]); dist.all_reduce(bo, op=dist.ReduceOp.BOR); out["bor"] = bo.tolist()
+sc = torch.zeros(2, dtype=torch.int16)
+dist.scatter(sc, [torch.tensor([10 * r, 10 * r + 1], dtype=torch.int16) for r in range(world)] if rank == 1 else None, src=1)
+out["scatter"] = sc.tolist()
+dist.barrier()
+torch.manual_seed(rank)
+m = torch.nn.Linear(5, 3)
+ddp = torch.nn.parallel.DistributedDataParallel(m)
+out["ddp_w"] = m.weight.detach().numpy().tobytes().hex()
+ddp(torch.full((2, 5), float(rank))).sum().backward()  # DDP's gradient buckets through the group
+out["ddp_g"] = m.weight.grad.tolist()
+out["rounds"] = dist.distributed_c10d._get_default_group().rounds
+print(json.dumps(out), flush=True)
+dist.destroy_process_group()
+"""
+
+
+class ProcessGroupTest(unittest.TestCase):
+    """torch.distributed's "stormgate" backend (python/stormgate/process_group.py) against the
+    stub: three ranks as processes, every collective through the gateway's exact job."""
+
+    def setUp(self):
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            self.skipTest("torch not installed")
+
+    def test_every_collective_is_exact_and_the_same_at_every_rank(self):
+        import json
+        import os
+        world = 3
+        stub = Stub(world, 0, push_timeout_ms=30000, extra=["--announced", 1, "--job", 2 ** 31 + 1])
+        try:
+            env = dict(os.environ, STORMGATE_GATEWAY="127.0.0.1:%d" % stub.port, STORMGATE_JOB="1",
+                       STORMGATE_WORKERS=str(world), STORMGATE_PG_ROUND_BYTES=str(16 << 10))
+            ps = [subprocess.Popen([sys.executable, "-c", _PG_RANK, str(r), str(world)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env=dict(env, STORMGATE_WORKER_INDEX=str(r)))
+                  for r in range(world)]
+            outs = []
+            for p in ps:
+                o, e = p.communicate(timeout=90)
+                self.assertEqual(p.returncode, 0, e[-2000:])
+                outs.append(json.loads(o.strip().splitlines()[-1]))
+        finally:
+            stub.close()
+        import torch
+        for o in outs:
+            self.assertEqual(o["bcast"], [k * 3 - 100 for k in range(9)])  # rank 2's
+            self.assertEqual(o["max"], [2000006, 0, 2 ** 40 + 2])
+            self.assertEqual(o["min"], [0, -2, 2 ** 40])
+            self.assertEqual(o["sum_i"], [3000009, -3, 3 * 2 ** 40 + 3])
+            self.assertEqual(o["sum_f"], [4.5, -3.75])
+            self.assertEqual(o["avg_bf16"], [1.5])
+            self.assertEqual(o["bor"], [True, False, True])
+            self.assertEqual(o["ddp_w"], outs[0]["ddp_w"], "DDP's broadcast: every rank holds rank 0's weights")
+            # each rank's input is `rank` everywhere: the mean gradient is the mean over ranks
+            self.assertEqual(o["ddp_g"], outs[0]["ddp_g"])
+            self.assertGreater(o["rounds"], 8)  # 16 KiB rounds: the 8 KB all_gather slots span several
+        self.assertEqual([o["scatter"] for o in outs], [[0, 1], [10, 11], [20, 21]])
+        g = torch.Generator().manual_seed(7)
+        base = torch.randn(1001, generator=g, dtype=torch.float64)
+        want = [(base * (r + 1)).numpy().tobytes().hex()[:64] + str((base * (r + 1)).sum().item()) for r in range(world)]
+        for o in outs:
+            self.assertEqual(o["gather_hex"], want, "all_gather must give every rank's float64 bits back")
+        self.assertAlmostEqual(outs[0]["ddp_g"][0][0], 2.0, places=5)  # d(sum)/dW = mean over ranks of 2 * rank
+
+    def test_a_round_not_over_the_world_is_refused_by_name(self):
+        import torch
+        from stormgate.process_group import ProcessGroupStormgate
+
+        class HalfClient:  # a gateway averaging over twice the ranks the group thinks it has
+            def allreduce(self, buf, timeout=None):
+                buf *= 0.5
+                return buf
+
+        pg = ProcessGroupStormgate(0, 1, client=HalfClient(), round_floats=64)
+        with self.assertRaisesRegex(RuntimeError, r"slot\(s\) \[0\] did not come back from exactly one rank"):
+            pg.barrier()
+        t = torch.zeros(3)
+        with self.assertRaisesRegex(ValueError, "one tensor per call"):
+            pg.allreduce([t, t])
+        with self.assertRaisesRegex(ValueError, "not a multiple of STORMGATE_WORKERS"):
+            import os
+            os.environ["STORMGATE_WORKERS"] = "2"
+            try:
+                ProcessGroupStormgate(0, 3)
+            finally:
+                del os.environ["STORMGATE_WORKERS"]
+
+
 @unittest.skipUnless(_cuda_available(), "CUDA not present (torch.cuda.is_available() is False): the pinned-staging "
                      "path for GPU tensors is not exercised here")
 class CudaTest(unittest.TestCase):

@@ -33,6 +33,7 @@ std::string job_spec_difference(const JobSpec& theirs, const JobSpec& ours) {
     return field("workers", std::to_string(theirs.workers), std::to_string(ours.workers));
   if (theirs.dtype != ours.dtype) return field("dtype", job_dtype_name(theirs.dtype), job_dtype_name(ours.dtype));
   if (theirs.weight != ours.weight) return field("weight", std::to_string(theirs.weight), std::to_string(ours.weight));
+  if (theirs.exact != ours.exact) return field("exact", theirs.exact ? "true" : "false", ours.exact ? "true" : "false");
   return {};
 }
 
@@ -59,7 +60,8 @@ Result<JobMsg> parse_job(std::span<const uint8_t> msg) {
   m.spec.model_bytes = h->spec.model_bytes.load();
   m.spec.chunk_bytes = h->spec.chunk_bytes.load();
   m.spec.workers = h->spec.workers.load();
-  m.spec.dtype = h->spec.dtype;
+  m.spec.dtype = static_cast<uint8_t>(h->spec.dtype & ~kJobExactBit);
+  m.spec.exact = (h->spec.dtype & kJobExactBit) != 0;
   m.spec.weight = h->spec.weight;
   m.text = std::string_view(reinterpret_cast<const char*>(msg.data() + sizeof(JobHeader)), text);
   return m;
@@ -83,7 +85,7 @@ Result<size_t> build_job(std::span<uint8_t> out, uint16_t src_node, JobOp op, Jo
   h->spec.model_bytes.store(spec.model_bytes);
   h->spec.chunk_bytes.store(spec.chunk_bytes);
   h->spec.workers.store(spec.workers);
-  h->spec.dtype = spec.dtype;
+  h->spec.dtype = static_cast<uint8_t>(spec.dtype | (spec.exact ? kJobExactBit : 0));
   h->spec.weight = spec.weight;
   if (!text.empty()) std::memcpy(out.data() + sizeof(JobHeader), text.data(), text.size());
   return len;

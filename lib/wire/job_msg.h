@@ -42,6 +42,10 @@ struct JobSpec {
   uint16_t workers = 0;      // per site
   uint8_t dtype = 0;         // what the workers push: 0 float32, 1 float16, 2 bfloat16
   uint8_t weight = 1;        // its share of the WAN against other jobs, 1..16
+  // Every round exactly the mean of every worker's push, or no result: no compression, no
+  // Early Close, no bubbles (collectives other than a gradient's all-reduce, e.g. a process
+  // group's broadcast and barrier, need bit-exact results).
+  bool exact = false;
   bool operator==(const JobSpec&) const = default;
 };
 inline constexpr uint8_t kJobDtypes = 3;
@@ -53,9 +57,10 @@ struct JobSpecWire {
   be64 model_bytes;
   be32 chunk_bytes;
   be16 workers;
-  uint8_t dtype;
+  uint8_t dtype;   // JobSpec::dtype, | kJobExactBit when exact
   uint8_t weight;
 };
+inline constexpr uint8_t kJobExactBit = 0x80;
 static_assert(sizeof(JobSpecWire) == 16 && alignof(JobSpecWire) == 1);
 
 struct JobHeader {

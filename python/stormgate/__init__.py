@@ -66,7 +66,7 @@ class Client:
 
     def __init__(self, host="127.0.0.1", port=7400, worker_index=0, gateway_node=1, job=1,
                  chunk_bytes=1344, timeout=60.0, first_round=1, token_file="", model_floats=None,
-                 workers=0, weight=1):
+                 workers=0, weight=1, exact=False):
         """model_floats: the gateway's job.model_bytes / 4; when given, every buffer's element
         count is checked against it before anything is sent (else a wrong size shows up as an
         error from the gateway).
@@ -75,11 +75,13 @@ class Client:
         waits until the gateway runs it (StormgateError if it refuses, naming the field that
         differs; GatewayTimeout if it never says running); close() or the client's end tells
         the gateway it left. 0: the gateway's config holds the job.
-        weight: an announced job's share of the WAN against other jobs, 1..16."""
+        weight: an announced job's share of the WAN against other jobs, 1..16.
+        exact: an announced job whose every round is exactly the mean of every worker's push or
+        no result (GatewayTimeout): no compression, no Early Close, no bubbles anywhere."""
         self.worker = _native.Worker(host=host, port=port, worker_index=worker_index,
                                      gateway_node=gateway_node, job=job, chunk_bytes=chunk_bytes,
                                      token_file=token_file or "", announce_workers=workers,
-                                     weight=weight)
+                                     weight=weight, exact=exact)
         self.timeout = timeout
         self.model_floats = model_floats
         self.round = first_round - 1  # the last round synchronised

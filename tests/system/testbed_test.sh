@@ -117,7 +117,61 @@ case "$KIND" in
         { echo "site $i: job 11 was not built from its announcement"; exit 1; }
     done
     ;;
-  *) echo "usage: testbed_test.sh stub|stormgate|stormgate2|selmcast|jobs|announced"; exit 2 ;;
+  processgroup)
+    # torch.distributed's "stormgate" backend: two DDP trainings of different models at once,
+    # each started with init_process_group("stormgate") and nothing else between the sites
+    # (the default testbed routes nothing but the gateways' traffic). Every rank starts from its
+    # own seed; after DDP's construction and after training every site must hold the same
+    # parameters, and the loss must fall.
+    echo "--- testbed --announced 64, two DDP trainings over the stormgate process group"
+    rm -rf "$OUT/logs" "$OUT"/pg-*.json
+    rc=0
+    PG="/usr/bin/python3 $ROOT/tests/system/process_group_ddp.py --steps 25 --out $OUT"
+    "$ROOT/scripts/testbed" --sites 3 --workers 1 --rates 200,100,50 --announced 64 --duration 150 --keep-logs \
+      --worker-cmd "STORMGATE_JOB=21 $PG --model mlp & a=\$!; STORMGATE_JOB=22 $PG --model cnn; s=\$?; wait \$a && exit \$s" \
+      > "$OUT/testbed.out" 2>&1 || rc=$?
+    cat "$OUT/testbed.out"
+    kept=$(sed -n 's/.*logs kept in \(\/tmp\/[^ ]*\).*/\1/p' "$OUT/testbed.out" | tail -1)
+    [[ -n "$kept" && -d "$kept" ]] && mv "$kept" "$OUT/logs"
+    if [[ $rc != 0 ]]; then
+      for f in "$OUT"/logs/worker-*.log; do echo "--- $f"; tail -30 "$f"; done
+      for f in "$OUT"/logs/gateway-*.log; do echo "--- $f"; grep -i "job 2[12]\|job 2147\|refus" "$f" | tail -20; done
+      echo "the testbed failed (exit $rc)"; exit 1
+    fi
+    /usr/bin/python3 - "$OUT" <<'PY'
+import glob, json, sys
+ok = True
+for job in (21, 22):
+    rs = [json.load(open(f)) for f in sorted(glob.glob("%s/pg-%d-*.json" % (sys.argv[1], job)))]
+    if len(rs) != 3:
+        print("job %d: %d of 3 sites reported" % (job, len(rs))); ok = False; continue
+    for r in rs:
+        print("job %d site %s (%s, %d parameters): before %s after %s final %s, loss %.3f -> %.3f, "
+              "init %.2f s, %d control rounds" % (job, r["site"], r["model"], r["params"], r["before"], r["after"],
+                                                  r["final"], r["loss_first"], r["loss_last"], r["init_seconds"],
+                                                  r["control_rounds"]))
+    checks = [
+        ("every rank started from its own parameters", len({r["before"] for r in rs}) == 3),
+        ("DDP's broadcast gave every site rank 0's", len({r["after"] for r in rs}) == 1 and rs[0]["after"] == rs[0]["before"]),
+        ("every site ends with the same parameters", len({r["final"] for r in rs}) == 1),
+        ("all_gather through the group agrees", all(r["gathered_equal"] for r in rs)),
+        ("the loss falls", all(r["loss_last"] < r["loss_first"] for r in rs)),
+    ]
+    for what, good in checks:
+        print("job %d: %s: %s" % (job, what, "yes" if good else "NO"))
+        ok = ok and good
+sys.exit(0 if ok else 1)
+PY
+    for i in 1 2 3; do
+      # The groups' own jobs (training job + 2^31) are exact at every gateway.
+      for id in 2147483669 2147483670; do
+        grep -q "job $id (announced): .*, exact (no compression, no Early Close)" "$OUT/logs/gateway-$i.log" ||
+          { echo "site $i: the process group's job $id was not built exact"; exit 1; }
+      done
+    done
+    echo "every gateway built both process groups' jobs exact"
+    ;;
+  *) echo "usage: testbed_test.sh stub|stormgate|stormgate2|selmcast|jobs|announced|processgroup"; exit 2 ;;
 esac
 # Nothing of ours is left behind.
 if ip netns list | grep -q '^sg-'; then

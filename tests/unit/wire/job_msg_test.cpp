@@ -70,6 +70,29 @@ TEST(JobMsg, DifferenceNamesTheField) {
   b = spec();
   b.weight = 1;
   EXPECT_EQ(job_spec_difference(a, b), "weight 3 (here 1)");
+  b = spec();
+  b.exact = true;
+  EXPECT_EQ(job_spec_difference(a, b), "exact false (here true)");
+}
+
+// The exact mark rides in the dtype byte's top bit: it round-trips, leaves the dtype as it was,
+// and a wrong dtype is still the registry's to refuse (not hidden by the mark).
+TEST(JobMsg, ExactRoundTripsBesideTheDtype) {
+  std::array<uint8_t, 600> buf{};
+  JobSpec s = spec();
+  s.exact = true;
+  const size_t n = *build_job(buf, 0x8000, JobOp::kJoin, JobStatus::kNone, s, "");
+  EXPECT_EQ(buf[offsetof(JobHeader, spec) + offsetof(JobSpecWire, dtype)], 1 | kJobExactBit);
+  auto m = parse_job(std::span<const uint8_t>(buf.data(), n));
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->spec.exact);
+  EXPECT_EQ(m->spec.dtype, 1);
+  EXPECT_EQ(m->spec, s);
+  s.exact = false;
+  const size_t k = *build_job(buf, 0x8000, JobOp::kJoin, JobStatus::kNone, s, "");
+  m = parse_job(std::span<const uint8_t>(buf.data(), k));
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(m->spec.exact);
 }
 
 }  // namespace
