@@ -320,6 +320,9 @@ Worker::Worker(const WorkerOptions& opts) : opts_(opts), impl_(std::make_unique<
   }
   impl_->rng = Rng(0x5347ull << 32 | opts_.worker_index);
   if (!opts_.token_file.empty()) {
+    // "{job}" stands for the job id: one directory of per-job tokens (admission.token_file).
+    for (size_t at; (at = opts_.token_file.find("{job}")) != std::string::npos;)
+      opts_.token_file.replace(at, 5, std::to_string(opts_.job));
     crypto::SecretFile f = crypto::load_secret(opts_.token_file);
     if (f.secret.empty()) {
       fail(ErrorCode::kInvalidArgument, "token_file: " + f.error);
@@ -445,9 +448,14 @@ Status Worker::ensure_job(size_t n, Dtype dtype, Nanos deadline, Nanos timeout, 
         if (icmp_refused) msg += " (ICMP port unreachable: nothing listens on that UDP port)";
         if (m.refused > refused_before)
           msg += " " + std::to_string(m.refused - refused_before) +
-                 " answers did not authenticate with the token: does token_file match the gateway's job.token_file?";
+                 " answers did not authenticate with the token: does token_file match the gateway's job.token_file (or, for an announced job, its token from admission.token_file)?";
         else if (!m.opener)
-          msg += " (a gateway with a job.token_file drops messages without its token: pass the same token_file)";
+          msg += " (a gateway with a job.token_file or an admission.token_file drops messages without the job's token: "
+                 "pass token_file)";
+        else
+          msg += " (or it dropped the registration: is token_file this job's token? a gateway with an "
+                 "admission.token_file opens job " + std::to_string(opts_.job) + "'s messages with job " +
+                 std::to_string(opts_.job) + "'s token only)";
       }
       m.stats.refused = m.refused;
       return {ErrorCode::kTimeout, msg};

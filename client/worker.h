@@ -59,6 +59,8 @@ struct WorkerOptions {
   // The job's token file (the gateway's job.token_file): with it, everything to and from the
   // gateway is sealed with keys derived from it (lib/crypto); without it, plain LTP. It must
   // match the gateway: a gateway with a token drops a worker's plain or wrongly sealed pushes.
+  // "{job}" in the path stands for the job id (announced jobs each have their own token,
+  // derived from the gateways' admission.token_file: one directory can hold a worker's tokens).
   std::string token_file;
   // Announcing the job (the gateway then needs no job in its YAML). 0: do not announce, the
   // gateway's config holds the job. N > 0: this worker announces it, N being the workers per

@@ -42,7 +42,7 @@ bool Gateway::start() {
   {
     std::string err;
     if (!load_peer_security(cfg_, security_.params, err) || !load_worker_security(cfg_, security_.worker_params, err) ||
-        !security_.build(workers, err)) {
+        !load_admission_secret(cfg_, security_.admission_secret, err) || !security_.build(workers, err)) {
       SG_LOG(ERR, control, "%s\n", err.c_str());
       return false;
     }
@@ -61,6 +61,13 @@ bool Gateway::start() {
     else if (cfg_.job.workers > 0)
       SG_LOG(WARNING, control, "%s: job.token_file is not set: any host on this gateway's subnets can push into "
                               "the job and read its results\n",
+             cfg_.source.c_str());
+    if (!security_.admission_secret.empty())
+      SG_LOG(INFO, control, "announced jobs: workers admitted with their job's token, derived from admission.token_file "
+                            "(fingerprint %s)\n", crypto::fingerprint(security_.admission_secret).c_str());
+    else if (cfg_.admission.enabled)
+      SG_LOG(WARNING, control, "%s: admission.token_file is not set: any host on this gateway's subnets can announce "
+                              "a job, push into it and read its results\n",
              cfg_.source.c_str());
   }
   uint32_t n = dp::mbufs_needed(cfg_, workers);
@@ -81,6 +88,7 @@ bool Gateway::start() {
     if (security_.on())
       handlers_.back()->attach_security(security_.engine_openers[w].get(), security_.engine_sealers[w].get());
     if (security_.workers_sealed()) handlers_.back()->attach_worker_security(security_.worker_openers[w].get());
+    if (!security_.admission_secret.empty()) handlers_.back()->require_job_tokens();
     engines_.push_back(std::make_unique<dp::Engine>(ports_, pool_, *handlers_.back(), ep));
   }
   const bool any_jobs = !cfg_.jobs.empty() || cfg_.admission.enabled;
@@ -253,6 +261,7 @@ bool Gateway::start_admission(unsigned workers) {
   b.mbufs = pool_->size > need ? pool_->size - need : 0;
   desk_ = std::make_unique<JobDesk>(cfg_, workers, b, pool_, ports_, nbrs_, routes_, registry_in_, registry_out_);
   if (security_.on()) desk_->set_sealer(security_.control.get());
+  if (!security_.admission_secret.empty()) desk_->set_job_tokens(security_.admission_secret);
   for (const auto& j : cfg_.jobs) {
     wire::JobSpec s;
     s.id = j.id;
@@ -284,6 +293,15 @@ void Gateway::sync_jobs(Nanos now) {
     std::string err;
     const auto t0 = std::chrono::steady_clock::now();
     auto js = build_job(announced_job_config(cfg_, spec), workers(), err);
+    if (js && !security_.admission_secret.empty()) {
+      // Its workers seal with the job's own token: the engines check and seal with its keys.
+      js->worker_keys = job_worker_keys(js->cfg, security_.admission_secret, workers(), err);
+      if (!js->worker_keys) {
+        free_job(*js);
+        js.reset();
+      }
+      for (size_t q = 0; js && q < js->txs.size(); ++q) js->txs[q]->set_worker_sealer(js->worker_keys->sealers[q].get());
+    }
     if (js && attach_job(*js, true, err)) {
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       SG_LOG(INFO, control, "job %u (announced): %llu-byte model, %u workers, weight %u, chunks of %u B%s: built in %.1f ms\n",
@@ -338,6 +356,7 @@ bool Gateway::attach_job(JobStack& js, bool live, std::string& err) {
     c->job = id;
     c->runner = js.runners[q].get();
     c->tx = js.txs[q].get();
+    if (js.worker_keys) c->worker_opener = js.worker_keys->openers[q].get();
     if (q == 0 && js.agent) {
       c->ctl_in = js.ctl_in;
       c->ctl_out = js.ctl_out;
@@ -630,7 +649,7 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s, std:
   Totals before = totals();
   // Refusals by source, said at most every 10 s per source (auth_watch.h).
   std::unique_ptr<AuthWatch> auth_watch;
-  if (security_.on() || security_.workers_sealed()) {
+  if (security_.on() || security_.workers_sealed() || !security_.admission_secret.empty()) {
     std::vector<std::string> names;
     for (const auto& p : cfg_.peers) names.push_back(p.name);
     auth_watch = std::make_unique<AuthWatch>(std::move(names), crypto::fingerprint(security_.params.secret));
@@ -684,13 +703,20 @@ bool Gateway::stop() {
     if (t.drop_by_reason[i])
       drops += std::string(" ") + dp::drop_reason_name(static_cast<dp::Drop>(i)) + "=" + std::to_string(t.drop_by_reason[i]);
   std::printf("[%s] drops:%s\n", cfg_.site.name.c_str(), drops.empty() ? " none" : drops.c_str());
-  if (security_.on() || security_.workers_sealed()) {
+  if (security_.on() || security_.workers_sealed() || !security_.admission_secret.empty()) {
     std::string refused;
     for (size_t i = 0; i < static_cast<size_t>(dp::AuthDrop::kCount); ++i)
       if (t.auth_drops[i])
         refused += std::string(" ") + dp::auth_drop_name(static_cast<dp::AuthDrop>(i)) + "=" + std::to_string(t.auth_drops[i]);
     std::printf("[%s] sealed: %llu messages sealed, %llu opened, refused:%s\n", cfg_.site.name.c_str(),
                 (unsigned long long)t.sealed, (unsigned long long)t.opened, refused.empty() ? " none" : refused.c_str());
+  }
+  if (desk_) {
+    const DeskStats& d = desk_->stats();
+    std::printf("[%s] job desk: %llu joins, %llu leaves, %llu replies, %llu refused for their job token, %llu malformed\n",
+                cfg_.site.name.c_str(), (unsigned long long)d.joins.load(), (unsigned long long)d.leaves.load(),
+                (unsigned long long)d.replies.load(), (unsigned long long)d.token_refused.load(),
+                (unsigned long long)d.bad.load());
   }
   for (const auto& js : stacks_) print_job_summary(*js);
   engines_.clear();

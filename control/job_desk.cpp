@@ -7,6 +7,8 @@
 #include "config/load.h"
 #include "dataplane/job_memory.h"
 #include "control/ring_frame_io.h"
+#include "control/security.h"
+#include "crypto/keys.h"
 #include "dataplane/log.h"
 #include "dataplane/mbuf_ring.h"
 #include "sync/local_group.h"
@@ -111,11 +113,43 @@ JobDesk::JobDesk(const config::GatewayConfig& cfg, unsigned engines, jobs::Budge
 
 JobDesk::~JobDesk() { dp::free_ring_mbufs(in_); }
 
+JobDesk::WorkerSession* JobDesk::worker_session(uint32_t job, uint16_t node) {
+  const auto key = std::make_pair(job, node);
+  if (auto it = sessions_.find(key); it != sessions_.end()) return &it->second;
+  // A new sealer starts a new epoch (the wall clock's), so a worker whose session was dropped
+  // and remade does not see our replies as replays.
+  if (sessions_.size() >= kMaxSessions) sessions_.clear();
+  config::GatewayConfig one = cfg_;
+  one.job.workers = 0;
+  crypto::PeerSecurity sec = worker_security(one, crypto::derive_job_token(admission_secret_, job));
+  sec.peers = {node};
+  WorkerSession ws;
+  ws.opener = std::make_unique<crypto::Opener>(sec);
+  ws.sealer = std::make_unique<crypto::Sealer>(sec, kControlLane);
+  if (sec.secret.empty() || !ws.sealer->ok()) return nullptr;
+  return &sessions_.emplace(key, std::move(ws)).first->second;
+}
+
+size_t JobDesk::open_worker(const wire::CommonInfo& c, std::span<uint8_t> msg) {
+  if ((c.flags & wire::kFlagSealed) == 0) return 0;  // admit_source_st lets only sealed ones through
+  WorkerSession* ws = worker_session(c.job, c.src_node);
+  size_t len = 0;
+  if (!ws || ws->opener->open(c.src_node, msg, wire::ltp_header_len(wire::MsgType::kJob), &len) != crypto::OpenVerdict::kOk)
+    return 0;
+  return len;
+}
+
 void JobDesk::send(uint16_t node, wire::JobOp op, wire::JobStatus status, const wire::JobSpec& spec,
                    const std::string& text) {
   uint8_t buf[sizeof(wire::JobHeader) + wire::kJobMaxText];
   auto n = wire::build_job(buf, cfg_.site.id, op, status, spec, text);
   if (!n) return;
+  if (!admission_secret_.empty() && node >= sync::kWorkerNodeBase) {
+    // To a worker: sealed with its job's token (nothing goes out if no session can be made).
+    WorkerSession* ws = worker_session(spec.id, node);
+    if (!ws) return;
+    tx_->set_worker_sealer(ws->sealer.get());
+  }
   ltp::TxMeta meta;
   meta.peer_node = node;
   meta.type = wire::MsgType::kJob;
@@ -130,11 +164,21 @@ void JobDesk::receive(Nanos now) {
       auto* m = static_cast<rte_mbuf*>(objs[i]);
       std::span<const uint8_t> frame(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
       // Engine 0 validated (and opened) the frame; parsed again here to find the message.
+      // Under admission tokens a worker's comes sealed: opened here with its job's token.
       auto f = wire::parse_udp_frame(frame, wire::FrameChecks{false, false});
       wire::Result<wire::JobMsg> msg = wire::WireError::kTruncated;
-      if (f) msg = wire::parse_job(frame.subspan(f->payload_offset, f->payload_len));
+      bool token_refused = false;
+      if (f) {
+        std::span<uint8_t> body(rte_pktmbuf_mtod(m, uint8_t*) + f->payload_offset, f->payload_len);
+        auto c = wire::parse_common(body);
+        if (c && c->src_node >= sync::kWorkerNodeBase && !admission_secret_.empty()) {
+          body = body.first(open_worker(*c, body));
+          token_refused = body.empty();
+        }
+        msg = wire::parse_job(body);
+      }
       if (!msg || m->hash.usr >= nports_) {
-        stats_.bad.fetch_add(1, std::memory_order_relaxed);
+        (token_refused ? stats_.token_refused : stats_.bad).fetch_add(1, std::memory_order_relaxed);
         rte_pktmbuf_free(m);
         continue;
       }

@@ -20,8 +20,10 @@
 #include <vector>
 
 #include "config/config.h"
+#include "crypto/peer_sessions.h"
 #include "dataplane/ltp_tx.h"
 #include "jobs/registry.h"
+#include "wire/ltp_codec.h"
 
 namespace sg::ctl {
 
@@ -42,6 +44,7 @@ inline constexpr uint64_t kJobMbufs = 2 * kJobControlRing;
 
 struct DeskStats {
   std::atomic<uint64_t> joins{0}, leaves{0}, announcements_in{0}, announcements_out{0}, replies{0}, bad{0};
+  std::atomic<uint64_t> token_refused{0};  // workers' JOB messages that did not open with their job's token
 };
 
 class JobDesk {
@@ -64,8 +67,23 @@ class JobDesk {
   }
   // Announcements leave sealed by `s` (the control thread's lane); null: plain.
   void set_sealer(crypto::Sealer* s) { tx_->set_sealer(s); }
+  // admission.token_file: a worker's JOB messages come sealed with its job's token, derived
+  // from `admission_secret` (crypto::derive_job_token); the desk opens them and seals its
+  // replies with the same token. Messages that do not open are dropped and counted (bad).
+  void set_job_tokens(std::vector<uint8_t> admission_secret) { admission_secret_ = std::move(admission_secret); }
 
  private:
+  // Sessions with one worker of one job (its token's keys), made at its first message.
+  struct WorkerSession {
+    std::unique_ptr<crypto::Opener> opener;
+    std::unique_ptr<crypto::Sealer> sealer;
+  };
+  WorkerSession* worker_session(uint32_t job, uint16_t node);
+  // Opens a worker's sealed JOB message in place; its plain length, or 0 (refused).
+  size_t open_worker(const wire::CommonInfo& c, std::span<uint8_t> msg);
+  std::vector<uint8_t> admission_secret_;
+  std::map<std::pair<uint32_t, uint16_t>, WorkerSession> sessions_;
+  static constexpr size_t kMaxSessions = 4096;  // bounded: past it all are dropped and remade
   void receive(Nanos now);
   void send(uint16_t node, wire::JobOp op, wire::JobStatus status, const wire::JobSpec& spec, const std::string& text);
 

@@ -2,6 +2,7 @@
 //   stormgate [EAL args] -- --config FILE [--duration SECONDS]
 //   stormgate --check-config FILE [FILE...]
 //   stormgate --keygen FILE
+//   stormgate --job-token ADMISSION_SECRET JOB FILE
 #include <rte_pdump.h>
 
 #include <csignal>
@@ -30,6 +31,7 @@ void usage(FILE* out) {
                "       stormgate --check-config FILE [FILE...]\n"
                "       stormgate --max-chunk-bytes MTU   the largest chunk_bytes a port of this MTU carries\n"
                "       stormgate --keygen FILE           write a new pre-shared secret (mode 0600) for security.key_file\n"
+               "       stormgate --job-token SECRET JOB FILE  write job JOB's worker token, derived from admission.token_file\n"
                "  --config FILE      gateway config (YAML; keys in config/README.md)\n"
                "  --duration S       stop by itself after S seconds (default: run until SIGINT/SIGTERM)\n"
                "  SIGHUP             reload the config file: applied if every changed key can change live\n"
@@ -83,6 +85,32 @@ int main(int argc, char** argv) {
       }
       std::printf("%s: new secret written (copy it to every gateway of the deployment over a secure channel)\n",
                   argv[i + 1]);
+      return 0;
+    }
+    if (!std::strcmp(argv[i], "--job-token")) {
+      // --job-token ADMISSION_SECRET JOB FILE: the worker token of an announced job.
+      char* end = nullptr;
+      const unsigned long long job = i + 2 < argc ? std::strtoull(argv[i + 2], &end, 10) : 0;
+      if (i + 3 >= argc || !end || *end || job == 0 || job > 0xffffffffULL) {
+        std::fprintf(stderr, "stormgate: --job-token ADMISSION_SECRET JOB FILE: JOB must be a job id 1..4294967295\n");
+        return 2;
+      }
+      const sg::crypto::SecretFile f = sg::crypto::load_secret(argv[i + 1]);
+      if (f.secret.empty()) {
+        std::fprintf(stderr, "stormgate: --job-token: %s\n", f.error.c_str());
+        return 1;
+      }
+      const auto token = sg::crypto::derive_job_token(f.secret, static_cast<uint32_t>(job));
+      const std::string err =
+          token.empty() ? "OpenSSL could not derive the token"
+                        : sg::crypto::write_secret(argv[i + 3], token,
+                                                   "stormgate worker token of job " + std::to_string(job) +
+                                                       " (STORMGATE_TOKEN_FILE for its workers)");
+      if (!err.empty()) {
+        std::fprintf(stderr, "stormgate: --job-token: %s\n", err.c_str());
+        return 1;
+      }
+      std::printf("%s: the worker token of job %llu (give it to that job's workers only)\n", argv[i + 3], job);
       return 0;
     }
     if (!std::strcmp(argv[i], "--max-chunk-bytes")) {

@@ -160,6 +160,9 @@ std::string metrics_text(const Gateway& gw) {
             static_cast<double>(by[static_cast<size_t>(st)]));
     metric(o, "job_joins_total", "counter", "JOB joins received from workers.");
     value(o, "job_joins_total", site, static_cast<double>(desk->stats().joins.load()));
+    metric(o, "job_messages_token_refused_total", "counter",
+           "Workers' JOB messages that did not open with their job's token (admission.token_file).");
+    value(o, "job_messages_token_refused_total", site, static_cast<double>(desk->stats().token_refused.load()));
     metric(o, "job_refusals_total", "counter", "Announced jobs refused here (do not fit, disagree, a peer refused).");
     value(o, "job_refusals_total", site, static_cast<double>(desk->refusals()));
   }

@@ -35,15 +35,9 @@ bool load_peer_security(const config::GatewayConfig& cfg, crypto::PeerSecurity& 
   return true;
 }
 
-bool load_worker_security(const config::GatewayConfig& cfg, crypto::PeerSecurity& out, std::string& err) {
-  out = crypto::PeerSecurity{};
-  if (cfg.job.token_file.empty()) return true;
-  crypto::SecretFile f = crypto::load_secret(cfg.job.token_file);
-  if (f.secret.empty()) {
-    err = cfg.source + ": job.token_file: " + f.error + " (make one with: stormgate --keygen " + cfg.job.token_file + ")";
-    return false;
-  }
-  out.secret = std::move(f.secret);
+crypto::PeerSecurity worker_security(const config::GatewayConfig& cfg, std::vector<uint8_t> secret) {
+  crypto::PeerSecurity out;
+  out.secret = std::move(secret);
   // Fixed, so that a worker needs only the token: AES-128-GCM, encrypted (gradients and
   // results stay private on the LAN too).
   out.suite = crypto::Suite::kAes128Gcm;
@@ -54,7 +48,50 @@ bool load_worker_security(const config::GatewayConfig& cfg, crypto::PeerSecurity
   out.self = cfg.site.id;
   for (uint32_t w = 0; w < cfg.job.workers; ++w) out.peers.push_back(static_cast<uint16_t>(sync::kWorkerNodeBase + w));
   out.lanes = 1;  // a worker is one thread
+  return out;
+}
+
+bool load_worker_security(const config::GatewayConfig& cfg, crypto::PeerSecurity& out, std::string& err) {
+  out = crypto::PeerSecurity{};
+  if (cfg.job.token_file.empty()) return true;
+  crypto::SecretFile f = crypto::load_secret(cfg.job.token_file);
+  if (f.secret.empty()) {
+    err = cfg.source + ": job.token_file: " + f.error + " (make one with: stormgate --keygen " + cfg.job.token_file + ")";
+    return false;
+  }
+  out = worker_security(cfg, std::move(f.secret));
   return true;
+}
+
+bool load_admission_secret(const config::GatewayConfig& cfg, std::vector<uint8_t>& out, std::string& err) {
+  out.clear();
+  if (cfg.admission.token_file.empty()) return true;
+  crypto::SecretFile f = crypto::load_secret(cfg.admission.token_file);
+  if (f.secret.empty()) {
+    err = cfg.source + ": admission.token_file: " + f.error + " (make one with: stormgate --keygen " +
+          cfg.admission.token_file + ")";
+    return false;
+  }
+  out = std::move(f.secret);
+  return true;
+}
+
+std::unique_ptr<JobWorkerKeys> job_worker_keys(const config::GatewayConfig& job_cfg,
+                                               std::span<const uint8_t> admission_secret, unsigned engines,
+                                               std::string& err) {
+  auto k = std::make_unique<JobWorkerKeys>();
+  k->params = worker_security(job_cfg, crypto::derive_job_token(admission_secret, job_cfg.job.id));
+  bool ok = !k->params.secret.empty();
+  for (unsigned q = 0; ok && q < engines; ++q) {
+    k->sealers.push_back(std::make_unique<crypto::Sealer>(k->params, engine_lane(q)));
+    k->openers.push_back(std::make_unique<crypto::Opener>(k->params));
+    ok = k->sealers.back()->ok();
+  }
+  if (!ok) {
+    err = "OpenSSL refused job " + std::to_string(job_cfg.job.id) + "'s worker keys";
+    return nullptr;
+  }
+  return k;
 }
 
 bool GatewaySecurity::build(unsigned engines, std::string& err) {

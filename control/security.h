@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,25 @@ bool load_peer_security(const config::GatewayConfig& cfg, crypto::PeerSecurity& 
 // and out.secret empty.
 bool load_worker_security(const config::GatewayConfig& cfg, crypto::PeerSecurity& out, std::string& err);
 
+// Sessions with one job's workers from its token (`secret`): as load_worker_security, for
+// the cfg.job.workers workers of cfg.job.
+crypto::PeerSecurity worker_security(const config::GatewayConfig& cfg, std::vector<uint8_t> secret);
+
+// One announced job's sessions with its workers (admission.token_file): a sealer and an
+// opener per engine, from the job's token (crypto::derive_job_token).
+struct JobWorkerKeys {
+  crypto::PeerSecurity params;
+  std::vector<std::unique_ptr<crypto::Sealer>> sealers;
+  std::vector<std::unique_ptr<crypto::Opener>> openers;
+};
+// Null with err if OpenSSL refused a key.
+std::unique_ptr<JobWorkerKeys> job_worker_keys(const config::GatewayConfig& job_cfg,
+                                               std::span<const uint8_t> admission_secret, unsigned engines,
+                                               std::string& err);
+
+// admission.token_file read (empty: none set). False with err naming the file.
+bool load_admission_secret(const config::GatewayConfig& cfg, std::vector<uint8_t>& out, std::string& err);
+
 // What one gateway process holds: a sealer per sending thread, an opener per engine; and,
 // with a job token, a sealer and an opener per engine for the workers.
 struct GatewaySecurity {
@@ -37,6 +57,7 @@ struct GatewaySecurity {
   crypto::PeerSecurity worker_params;
   std::vector<std::unique_ptr<crypto::Sealer>> worker_sealers;
   std::vector<std::unique_ptr<crypto::Opener>> worker_openers;
+  std::vector<uint8_t> admission_secret;  // admission.token_file: announced jobs' tokens derive from it
   bool on() const { return control != nullptr; }
   bool workers_sealed() const { return !worker_sealers.empty(); }
   // Builds the sessions for `engines` engines; false with err if OpenSSL refused a key.

@@ -49,10 +49,11 @@ GatewayHandler::Verdict GatewayHandler::admit_source_st(EngineIo& io, rte_mbuf* 
   in.prev_hop = peer_index_of_addr(in.src.ip);
   const bool sealed = (in.common.flags & wire::kFlagSealed) != 0;
   if (in.common.src_node >= sync::kWorkerNodeBase) {
-    // Workers: from our subnets only, never from a peer site; sealed with the job token's
-    // keys if there is one, else plain.
+    // Workers: from our subnets only, never from a peer site; sealed with their job's token
+    // if it has one (JOB messages: with admission tokens), else plain.
     if (in.prev_hop >= 0 || !on_our_subnets(in.src.ip)) return refuse_auth_st(io, m, in, AuthDrop::kWorkerRefused);
-    if (sealed != (worker_opener_ != nullptr)) return refuse_auth_st(io, m, in, AuthDrop::kUnsealed);
+    const bool need = in.common.type == wire::MsgType::kJob ? job_tokens_ : worker_opener_of(in) != nullptr;
+    if (sealed != need) return refuse_auth_st(io, m, in, AuthDrop::kUnsealed);
     return Verdict::kDeliver;
   }
   if (in.prev_hop < 0) return refuse_auth_st(io, m, in, AuthDrop::kUnknownSource);
@@ -83,8 +84,11 @@ bool GatewayHandler::open_st(EngineIo& io, rte_mbuf* m, LtpIn& in, crypto::Opene
 GatewayHandler::Verdict GatewayHandler::authenticate_st(EngineIo& io, rte_mbuf* m, LtpIn& in) {
   if (in.common.src_node >= sync::kWorkerNodeBase) {
     // Admitted by subnet; with a job token also by its seal (a node id beyond the job's
-    // workers has no key: refused as kUnknownEpoch, like an unknown peer).
-    if (worker_opener_ && !open_st(io, m, in, *worker_opener_, in.common.src_node)) return Verdict::kTaken;
+    // workers has no key: refused as kUnknownEpoch, like an unknown peer). A JOB message under
+    // admission tokens names a job that may not exist yet: the desk derives its key and opens it.
+    if (in.common.type == wire::MsgType::kJob && job_tokens_) return Verdict::kDeliver;
+    crypto::Opener* wo = worker_opener_of(in);
+    if (wo && !open_st(io, m, in, *wo, in.common.src_node)) return Verdict::kTaken;
     return Verdict::kDeliver;
   }
   const uint16_t hop = cfg_.peers[static_cast<size_t>(in.prev_hop)].id;

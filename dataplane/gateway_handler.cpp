@@ -21,9 +21,9 @@ Nanos GatewayHandler::now_ns(uint64_t tsc) const {
   return static_cast<Nanos>(static_cast<__uint128_t>(tsc - tsc0_) * 1000000000u / tsc_hz_);
 }
 
-bool GatewayHandler::attach_job(JobRunner* job, LtpTx* tx) {
+bool GatewayHandler::attach_job(JobRunner* job, LtpTx* tx, crypto::Opener* worker_opener) {
   if (njobs_ == kMaxJobs || job_of(job->id())) return false;
-  jobs_[njobs_++] = JobSlot{job->id(), job, tx, nullptr, nullptr};
+  jobs_[njobs_++] = JobSlot{job->id(), job, tx, nullptr, nullptr, worker_opener};
   return true;
 }
 
@@ -41,7 +41,7 @@ unsigned GatewayHandler::apply_commands_st() {
   for (unsigned i = 0; i < n; ++i) {
     auto* c = static_cast<JobCommand*>(objs[i]);
     if (c->kind == JobCommand::Kind::kAttach) {
-      c->ok = attach_job(c->runner, c->tx);
+      c->ok = attach_job(c->runner, c->tx, c->worker_opener);
       if (c->ok && c->ctl_in) attach_control(c->job, c->ctl_in, c->ctl_out);
     } else if (JobSlot* js = job_of(c->job)) {
       js->runner->on_stop_st();

@@ -52,8 +52,10 @@ class GatewayHandler final : public PacketHandler {
   // Up to kMaxJobs jobs per engine, each with its own state: an LTP message goes to the job
   // its header names (sending through that job's `tx`); other jobs' messages are refused.
   static constexpr unsigned kMaxJobs = 16;
-  // False if this engine holds kMaxJobs jobs already or one with the same id.
-  bool attach_job(JobRunner* job, LtpTx* tx);
+  // False if this engine holds kMaxJobs jobs already or one with the same id. `worker_opener`:
+  // the job's own worker token (an announced job under admission.token_file): its workers'
+  // messages must be sealed with it; null: the gateway-wide rule (attach_worker_security).
+  bool attach_job(JobRunner* job, LtpTx* tx, crypto::Opener* worker_opener = nullptr);
   // Other engines hand the job's packets to engine 0 through `ring` (multi-producer,
   // single-consumer; the mbuf's ownership moves with it). Engine 0 drains the same ring.
   void attach_handoff(rte_ring* ring) { handoff_ = ring; }
@@ -78,6 +80,7 @@ class GatewayHandler final : public PacketHandler {
     LtpTx* tx = nullptr;
     rte_ring* ctl_in = nullptr;   // engine 0 only (null elsewhere)
     rte_ring* ctl_out = nullptr;
+    crypto::Opener* worker_opener = nullptr;  // this engine's, for the job's workers (or null)
     bool ok = false;              // kAttach: attached (false: kMaxJobs, or the id is taken)
     std::atomic<bool> done{false};
   };
@@ -106,6 +109,9 @@ class GatewayHandler final : public PacketHandler {
   // The job's token (job.token_file): workers' messages must be sealed with its keys, and
   // `opener` checks them. Without it workers are admitted by subnet only.
   void attach_worker_security(crypto::Opener* opener) { worker_opener_ = opener; }
+  // admission.token_file: workers' JOB messages must be sealed (with their job's token, which
+  // the control thread's desk derives and opens with); they go there sealed.
+  void require_job_tokens() { job_tokens_ = true; }
   void on_stop_st(EngineIo& io) override;
 
   void on_rx_st(EngineIo& io, uint16_t port_index, rte_mbuf** pkts, uint16_t n, uint64_t now_tsc) override;
@@ -129,6 +135,7 @@ class GatewayHandler final : public PacketHandler {
     LtpTx* tx = nullptr;
     rte_ring* ctl_in = nullptr;   // to its control thread
     rte_ring* ctl_out = nullptr;  // from it
+    crypto::Opener* worker_opener = nullptr;  // the job's own worker token, if it has one
   };
   // An LTP message inside a received frame (the mbuf still owns the bytes).
   struct LtpIn {
@@ -164,6 +171,10 @@ class GatewayHandler final : public PacketHandler {
   Verdict refuse_auth_st(EngineIo& io, rte_mbuf* m, const LtpIn& in, AuthDrop why);
   bool open_st(EngineIo& io, rte_mbuf* m, LtpIn& in, crypto::Opener& opener, uint16_t from);
   int peer_index_of_addr(uint32_t ipv4) const;
+  // Who checks a worker's message: its job's own token, else the gateway-wide one (or none).
+  crypto::Opener* worker_opener_of(const LtpIn& in) const {
+    return in.job && in.job->worker_opener ? in.job->worker_opener : worker_opener_;
+  }
   bool on_our_subnets(uint32_t ipv4) const;
   void count_rx(const LtpIn& in, EngineIo& io);
   void deliver_st(EngineIo& io, uint16_t port_index, const LtpIn& in, uint64_t now_tsc);
@@ -204,6 +215,7 @@ class GatewayHandler final : public PacketHandler {
   crypto::Opener* opener_ = nullptr;
   crypto::Sealer* sealer_ = nullptr;
   crypto::Opener* worker_opener_ = nullptr;
+  bool job_tokens_ = false;
 };
 
 }  // namespace sg::dp

@@ -149,6 +149,10 @@ struct AdmissionConfig {
   uint32_t memory_mb = 1024;           // gateway memory the announced jobs may hold, by estimate
   uint32_t idle_timeout_s = 300;       // a job with no round and no worker message ends; 0: never
   uint32_t announce_interval_ms = 200; // how often each gateway tells its peers its jobs
+  // The deployment's admission secret (a key file, the same at every gateway): an announced
+  // job's workers must seal with that job's token, derived from it (stormgate --job-token).
+  // Empty: announced jobs' workers are admitted by subnet only.
+  std::string token_file;
 };
 
 struct DataplaneConfig {

@@ -170,6 +170,7 @@ void read_admission(MapReader& top, GatewayConfig& cfg) {
   r.integer("memory_mb", 1, 1 << 20, a.memory_mb);
   r.integer("idle_timeout_s", 0, 7 * 24 * 3600, a.idle_timeout_s);
   r.integer("announce_interval_ms", 10, 10000, a.announce_interval_ms);
+  r.string("token_file", a.token_file, false, 4096);
 }
 
 void read_job_keys(MapReader& r, JobConfig& j) {
@@ -351,6 +352,7 @@ LoadResult load_config_file(const std::string& path) {
     resolve(r.config->security.key_file);
     resolve(r.config->job.token_file);
     for (auto& j : r.config->jobs) resolve(j.token_file);
+    resolve(r.config->admission.token_file);
   }
   return r;
 }

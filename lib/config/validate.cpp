@@ -106,8 +106,13 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
                       std::to_string(kMaxJobs) + ")",
                   std::to_string(cfg.admission.max_jobs));
     if (!cfg.job.token_file.empty())
-      errs.add_at("job.token_file", "unset with admission.enabled (per-job tokens of announced jobs: not yet supported)",
+      errs.add_at("job.token_file",
+                  "unset with admission.enabled (announced jobs' workers seal with their job's token, derived from "
+                  "admission.token_file)",
                   cfg.job.token_file);
+  } else if (!cfg.admission.token_file.empty()) {
+    errs.add_at("admission.token_file", "only with admission.enabled: true (it admits announced jobs' workers)",
+                cfg.admission.token_file);
   }
   if (cfg.sync.mode == SyncMode::kSelmcast) {
     if (cfg.peers.empty())

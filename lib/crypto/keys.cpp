@@ -122,24 +122,43 @@ std::string fingerprint(std::span<const uint8_t> secret) {
   return s;
 }
 
-std::string write_new_secret(const std::string& path) {
-  std::array<uint8_t, 32> key{};
-  if (RAND_bytes(key.data(), static_cast<int>(key.size())) != 1) return "OpenSSL has no randomness to give";
+std::string write_secret(const std::string& path, std::span<const uint8_t> secret, const std::string& comment) {
+  if (secret.size() < 16 || secret.size() > 64) return "a secret must be 16..64 bytes";
   static const char* kHex = "0123456789abcdef";
-  std::string text = "# stormgate pre-shared secret: the same file on every gateway of the deployment\n";
-  for (uint8_t b : key) {
+  std::string text = "# " + comment + "\n";
+  for (uint8_t b : secret) {
     text += kHex[b >> 4];
     text += kHex[b & 15];
   }
   text += '\n';
-  OPENSSL_cleanse(key.data(), key.size());
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return path + ": " + std::strerror(errno);
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const bool closed = ::close(fd) == 0;
+  bool ok = fd >= 0;
+  const std::string why = ok ? "" : path + ": " + std::strerror(errno);
+  ok = ok && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const bool closed = fd < 0 || ::close(fd) == 0;
   OPENSSL_cleanse(text.data(), text.size());
+  if (fd < 0) return why;
   if (!ok || !closed) return path + ": write failed";
   return {};
+}
+
+std::string write_new_secret(const std::string& path) {
+  std::array<uint8_t, 32> key{};
+  if (RAND_bytes(key.data(), static_cast<int>(key.size())) != 1) return "OpenSSL has no randomness to give";
+  std::string err = write_secret(path, key, "stormgate pre-shared secret: the same file on every gateway of the deployment");
+  OPENSSL_cleanse(key.data(), key.size());
+  return err;
+}
+
+std::vector<uint8_t> derive_job_token(std::span<const uint8_t> admission_secret, uint32_t job) {
+  uint8_t info[20] = {'j', 'o', 'b', ' ', 't', 'o', 'k', 'e', 'n', ' ', 'v', '1', ' ', ' ', ' ', ' '};
+  info[16] = static_cast<uint8_t>(job >> 24);
+  info[17] = static_cast<uint8_t>(job >> 16);
+  info[18] = static_cast<uint8_t>(job >> 8);
+  info[19] = static_cast<uint8_t>(job);
+  std::vector<uint8_t> token(32);
+  if (admission_secret.empty() || !hkdf(admission_secret, info, token)) token.clear();
+  return token;
 }
 
 }  // namespace sg::crypto

@@ -30,6 +30,13 @@ SecretFile load_secret(const std::string& path);
 // Writes a new random 32-byte secret to `path` in load_secret's format, mode 0600; refuses to
 // overwrite an existing file. Returns an empty string, or what went wrong.
 std::string write_new_secret(const std::string& path);
+// The same, with the given secret (a job token derived with derive_job_token) and a comment line.
+std::string write_secret(const std::string& path, std::span<const uint8_t> secret, const std::string& comment);
+
+// Job `job`'s worker token, derived from the gateways' admission secret (admission.token_file):
+// 32 bytes under a label of its own. A gateway derives any job's token on demand, so announced
+// jobs need no per-job file at the gateways, and one job's token says nothing about another's.
+std::vector<uint8_t> derive_job_token(std::span<const uint8_t> admission_secret, uint32_t job);
 
 // The key `from` seals with toward `to` in `epoch` (key_len(suite) bytes). Empty if OpenSSL
 // fails. Allocates inside OpenSSL: call it when a session is built or an epoch is prepared.

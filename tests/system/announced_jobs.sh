@@ -3,7 +3,9 @@
 # same gateways at once (none of them in the YAML: each announced by its workers), then,
 # while both run, a third whose state does not fit the gateways' admission.memory_mb: it
 # must be refused with the reason. Results: $OUT/announced-*.json (rank 0), the refusal's
-# message in $OUT/refused-<site>.txt.
+# message in $OUT/refused-<site>.txt. Each job's workers seal with that job's token (the testbed's
+# admission secret); a join for job 14 sealed with job 11's token must get no answer
+# ($OUT/wrong-token-<site>.txt).
 set -euo pipefail
 OUT="$1"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -35,6 +37,20 @@ except Exception as e:  # a timeout, or anything else: say what
     sys.exit(1)
 print("job 13 was admitted: it should not fit beside jobs 11 and 12")
 sys.exit(1)
+PY
+# Another job's token opens nothing: job 14 announced with job 11's token gets no answer
+# (the gateway drops the join before it reaches the registry, and counts it).
+STORMGATE_JOB=14 PYTHONPATH="$ROOT/python" /usr/bin/python3 - "$OUT/wrong-token-$SG_TB_SITE.txt" <<'PY'
+import os, sys
+import numpy as np
+import stormgate
+c = stormgate.Client.from_env(timeout=3, token_file=os.environ["STORMGATE_TOKEN_FILE"].replace("{job}", "11"))
+try:
+    c.allreduce(np.zeros(1000, dtype=np.float32))
+    print("job 14 ran with job 11's token"); sys.exit(1)
+except stormgate.GatewayTimeout as e:
+    open(sys.argv[1], "w").write("timeout: %s" % e)
+    print("no answer, as expected:", e)
 PY
 wait $a
 wait $b

@@ -94,7 +94,7 @@ case "$KIND" in
     echo "--- testbed --announced 24, two jobs announced by their workers and a third refused"
     rm -rf "$OUT/logs"
     rc=0
-    "$ROOT/scripts/testbed" --sites 3 --workers 1 --rates 200,100,50 --announced 24 --duration 120 --keep-logs \
+    "$ROOT/scripts/testbed" --sites 3 --workers 1 --rates 200,100,50 --announced 24 --job-ids 11,12,13 --duration 120 --keep-logs \
       --worker-cmd "$ROOT/tests/system/announced_jobs.sh $OUT" > "$OUT/testbed.out" 2>&1 || rc=$?
     cat "$OUT/testbed.out"
     kept=$(sed -n 's/.*logs kept in \(\/tmp\/[^ ]*\).*/\1/p' "$OUT/testbed.out" | tail -1)
@@ -115,6 +115,14 @@ case "$KIND" in
       echo "site $i: $why"
       grep -q "job 11 (announced): 2097152-byte model" "$OUT/logs/gateway-$i.log" ||
         { echo "site $i: job 11 was not built from its announcement"; exit 1; }
+      # Job 14 announced with job 11's token: no answer, and the gateway counted it.
+      why=$(cat "$OUT/wrong-token-$i.txt" 2>/dev/null || true)
+      [[ "$why" == "timeout"* ]] || { echo "site $i: a join sealed with another job's token: ${why:-no result}"; exit 1; }
+      n=$(sed -n 's/.*replies, \([0-9]*\) refused for their job token.*/\1/p' "$OUT/logs/gateway-$i.log" | tail -1)
+      [[ -n "$n" && $n -ge 1 ]] || { echo "site $i: the gateway did not count the join with another job's token"; exit 1; }
+      echo "site $i: job 14 with job 11's token: $why; the gateway refused ${n} such JOB messages"
+      grep -q "workers admitted with their job's token" "$OUT/logs/gateway-$i.log" ||
+        { echo "site $i: the gateway did not say it admits announced jobs' workers by token"; exit 1; }
     done
     ;;
   processgroup)
@@ -127,7 +135,7 @@ case "$KIND" in
     rm -rf "$OUT/logs" "$OUT"/pg-*.json
     rc=0
     PG="/usr/bin/python3 $ROOT/tests/system/process_group_ddp.py --steps 25 --out $OUT"
-    "$ROOT/scripts/testbed" --sites 3 --workers 1 --rates 200,100,50 --announced 64 --duration 150 --keep-logs \
+    "$ROOT/scripts/testbed" --sites 3 --workers 1 --rates 200,100,50 --announced 64 --job-ids 21,22 --duration 150 --keep-logs \
       --worker-cmd "STORMGATE_JOB=21 $PG --model mlp & a=\$!; STORMGATE_JOB=22 $PG --model cnn; s=\$?; wait \$a && exit \$s" \
       > "$OUT/testbed.out" 2>&1 || rc=$?
     cat "$OUT/testbed.out"

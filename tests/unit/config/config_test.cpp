@@ -422,6 +422,25 @@ TEST(ConfigSecurity, AJobTokenNeedsWorkersAndIsFoundNextToTheConfig) {
   rmdir(dir);
 }
 
+TEST(ConfigSecurity, AdmissionTokenOnlyWithAdmissionFoundNextToTheConfigAndNotBesideAJobToken) {
+  const std::string keyed = std::string(kTwoSites) + "security: {key_file: /k}\n";
+  ConfigError e = one_error(keyed + "admission: {token_file: /a}\n");
+  EXPECT_EQ(e.key_path, "admission.token_file");
+  EXPECT_NE(e.expected.find("admission.enabled: true"), std::string::npos) << e.to_string();
+  e = one_error(keyed + "admission: {enabled: true, token_file: /a}\njob: {workers: 1, token_file: /t}\n");
+  EXPECT_EQ(e.key_path, "job.token_file");
+  EXPECT_NE(e.expected.find("derived from admission.token_file"), std::string::npos) << e.to_string();
+  char dir[] = "/tmp/sgcfgXXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/site.yaml";
+  std::ofstream(path) << keyed << "admission: {enabled: true, token_file: admission.key}\n";
+  LoadResult r = load_config_file(path);
+  ASSERT_TRUE(r.config) << all_errors(r);
+  EXPECT_EQ(r.config->admission.token_file, std::string(dir) + "/admission.key");
+  std::remove(path.c_str());
+  rmdir(dir);
+}
+
 TEST(ConfigJobs, SeveralJobsLoadAndEachIsCheckedByName) {
   std::string two = std::string(kMinimal) +
                      "jobs:\n  - {id: 7, model_bytes: 4096, rounds: 3}\n  - {id: 9, model_bytes: 8192, workers: 2, weight: 3}\n";

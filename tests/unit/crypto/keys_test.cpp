@@ -69,6 +69,27 @@ TEST(DeriveKey, OneKeyPerDirectionEpochAndSuite) {
   EXPECT_TRUE(derive_key({}, Suite::kAes128Gcm, 1, 2, 0).empty());
 }
 
+// A job's token: the same at every gateway holding the admission secret, one per job and per
+// secret, not the secret itself, and written to a file load_secret takes back unchanged.
+TEST_F(KeyFile, JobTokensArePerJobPerSecretAndRoundTripThroughAFile) {
+  const std::vector<uint8_t> a(32, 1), b(32, 2);
+  const auto t7 = derive_job_token(a, 7);
+  ASSERT_EQ(t7.size(), 32u);
+  EXPECT_EQ(t7, derive_job_token(a, 7));
+  EXPECT_NE(t7, derive_job_token(a, 8));
+  EXPECT_NE(t7, derive_job_token(a, 7u | (1u << 24)));  // every byte of the id counts
+  EXPECT_NE(t7, derive_job_token(b, 7));
+  EXPECT_NE(t7, a);
+  EXPECT_TRUE(derive_job_token({}, 7).empty());
+  const std::string p = dir_ + "/job7.token";
+  ASSERT_EQ(write_secret(p, t7, "job 7"), "");
+  struct stat st {};
+  ASSERT_EQ(stat(p.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(load_secret(p).secret, t7);
+  EXPECT_NE(write_secret(p, t7, "again"), "") << "an existing file is never overwritten";
+}
+
 TEST(Fingerprint, StableShortAndSecretSpecific) {
   const std::vector<uint8_t> a(32, 1), b(32, 2);
   EXPECT_EQ(fingerprint(a).size(), 16u);
