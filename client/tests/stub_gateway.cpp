@@ -127,10 +127,10 @@ void StubGateway::count_push(int w, std::span<const uint8_t> msg) {
   p.payload_bytes += d->payload.size();
 }
 
-void StubGateway::reply(uint16_t worker_node, wire::JobStatus st, std::string_view text) {
+void StubGateway::reply(uint16_t worker_node, wire::JobStatus st, std::string_view text, uint32_t job) {
   uint8_t buf[sizeof(wire::JobHeader) + wire::kJobMaxText];
   wire::JobSpec spec = job_;
-  spec.id = o_.job;
+  spec.id = job ? job : o_.job;
   auto len = wire::build_job(buf, o_.site_id, wire::JobOp::kReply, st, spec, text);
   if (!len) return;
   ltp::TxMeta meta;
@@ -161,7 +161,9 @@ void StubGateway::on_job(std::span<const uint8_t> msg) {
   const std::string site = "site " + std::to_string(o_.site_id);
   if (j->spec.id != o_.job) {
     ++job_refused_;
-    reply(j->src_node, wire::JobStatus::kRefused, site + " has no room for job " + std::to_string(j->spec.id));
+    // Answered as that job's (a worker reads only replies for its own job).
+    reply(j->src_node, wire::JobStatus::kRefused, site + " has no room for job " + std::to_string(j->spec.id),
+          j->spec.id);
     return;
   }
   if (!held_) {

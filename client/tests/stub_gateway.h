@@ -79,7 +79,7 @@ class StubGateway {
   void receive_all();
   void count_push(int worker, std::span<const uint8_t> msg);
   void on_job(std::span<const uint8_t> msg);
-  void reply(uint16_t worker_node, wire::JobStatus st, std::string_view text);
+  void reply(uint16_t worker_node, wire::JobStatus st, std::string_view text, uint32_t job = 0);  // 0: the stub's
 
   StubOptions o_;
   UdpBatch sock_;

@@ -142,12 +142,15 @@ class JobTest(unittest.TestCase):
                 wrong.allreduce(np.ones(2, dtype=np.float32))
             with self.assertRaisesRegex(ValueError, "weight"):
                 stormgate.Client(port=stub.port, workers=2, weight=17)
+            other = stormgate.Client(port=stub.port, worker_index=0, workers=2, job=5, timeout=10)
+            with self.assertRaisesRegex(stormgate.StormgateError, "refused job 5: .*no room for job 5"):
+                other.allreduce(np.ones(2, dtype=np.float32))
             for c in cs:
                 c.close()
         finally:
             stub.close()
         self.assertEqual(stub.jobs["leaves"], 2)
-        self.assertEqual(stub.jobs["job_refused"], 1)
+        self.assertEqual(stub.jobs["job_refused"], 2)
 
     def test_environment_announces_with_workers_and_weight(self):
         import os
