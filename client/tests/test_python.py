@@ -459,6 +459,9 @@ bo = torch.tensor([rank == 1, False, True]); dist.all_reduce(bo, op=dist.ReduceO
 sc = torch.zeros(2, dtype=torch.int16)
 dist.scatter(sc, [torch.tensor([10 * r, 10 * r + 1], dtype=torch.int16) for r in range(world)] if rank == 1 else None, src=1)
 out["scatter"] = sc.tolist()
+rs = torch.zeros(2, dtype=torch.int64)
+dist.reduce_scatter(rs, [torch.tensor([r * 10 + rank, rank], dtype=torch.int64) for r in range(world)])
+out["reduce_scatter"] = rs.tolist()
 dist.barrier()
 torch.manual_seed(rank)
 m = torch.nn.Linear(5, 3)
@@ -514,6 +517,8 @@ class ProcessGroupTest(unittest.TestCase):
             self.assertEqual(o["ddp_g"], outs[0]["ddp_g"])
             self.assertGreater(o["rounds"], 8)  # 16 KiB rounds: the 8 KB all_gather slots span several
         self.assertEqual([o["scatter"] for o in outs], [[0, 1], [10, 11], [20, 21]])
+        # rank r gets the sum over ranks of their r-th piece [r * 10 + rank, rank]: [30r + 3, 3]
+        self.assertEqual([o["reduce_scatter"] for o in outs], [[3, 3], [33, 3], [63, 3]])
         g = torch.Generator().manual_seed(7)
         base = torch.randn(1001, generator=g, dtype=torch.float64)
         want = [(base * (r + 1)).numpy().tobytes().hex()[:64] + str((base * (r + 1)).sum().item()) for r in range(world)]

@@ -18,7 +18,8 @@ nothing and close nothing early, so each round's result is exactly the mean of e
 push, or there is no result (a timeout). Every collective is one or more rounds of
 STORMGATE_PG_ROUND_BYTES (default 256 KiB), in the order the ranks call them (a process group's
 rule already):
-  broadcast, all_gather, gather, scatter and integer or float64 reductions are bit-exact: each
+  broadcast, all_gather, gather, scatter and integer or float64 reductions (all_reduce,
+  reduce, reduce_scatter) are bit-exact: each
   rank writes its bytes as 16-bit integers into float lanes of a slot of its own (zeros
   elsewhere) beside a marker lane of 1.0; the mean times the world size gives every slot back
   exactly (integers below 2^16 survive the float rounding), and the markers prove that every
@@ -248,6 +249,30 @@ class ProcessGroupStormgate(dist.ProcessGroup):
         whole = _from_lanes(row, flat)
         out.copy_(whole[self._rank * out.numel():(self._rank + 1) * out.numel()].view(out.shape))
         return _done(output_tensors)
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts):
+        out = _one(output_tensors, "reduce_scatter")
+        if len(input_tensors) != 1 or len(input_tensors[0]) != self._size:
+            raise ValueError("stormgate process group: reduce_scatter needs one input list of %d tensors" % self._size)
+        flat = torch.cat([x.reshape(-1) for x in input_tensors[0]])
+        ar = dist.AllreduceOptions()
+        ar.reduceOp = opts.reduceOp
+        self.allreduce([flat], ar)
+        n = out.numel()
+        out.copy_(flat[self._rank * n:(self._rank + 1) * n].view(out.shape))
+        return _done(output_tensors)
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        if input.numel() != output.numel() * self._size:
+            raise ValueError("stormgate process group: reduce_scatter_tensor input of %d values for %d ranks of %d" %
+                             (input.numel(), self._size, output.numel()))
+        flat = input.detach().reshape(-1).clone()
+        ar = dist.AllreduceOptions()
+        ar.reduceOp = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+        self.allreduce([flat], ar)
+        n = output.numel()
+        output.copy_(flat[self._rank * n:(self._rank + 1) * n].view(output.shape))
+        return _done([output])
 
     def barrier(self, opts=None):
         self._slots(torch.zeros(0), self._rank, self._size)
