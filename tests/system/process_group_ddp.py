@@ -40,12 +40,33 @@ def digest(model):
     return h.hexdigest()[:16]
 
 
+def refused(a):
+    """A third job beside the trainings, too large for what the gateways have left: the
+    refusal (with the gateway's numbers) goes to OUT/pg-refused-SITE.txt."""
+    import numpy as np
+    site = os.environ["SG_TB_SITE"]
+    c = stormgate.Client.from_env(timeout=30)
+    try:
+        c.allreduce(np.zeros(a.refused_model_mb << 18, dtype=np.float32))
+    except stormgate.StormgateError as e:
+        with open(os.path.join(a.out, "pg-refused-%s.txt" % site), "w") as f:
+            f.write(str(e))
+        print("refused as expected:", e, flush=True)
+        return
+    raise SystemExit("job %s with a %d MB model was admitted beside the trainings" % (os.environ["STORMGATE_JOB"],
+                                                                                    a.refused_model_mb))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", choices=["mlp", "cnn"], required=True)
+    ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--refused-model-mb", type=int, default=0,
+                    help="instead of training: announce a model this large, which must be refused")
     a = ap.parse_args()
+    if a.refused_model_mb:
+        return refused(a)
     torch.set_num_threads(1)
     rank, world = int(os.environ["SG_TB_RANK"]), int(os.environ["SG_TB_WORLD"])
     job, site = int(os.environ["STORMGATE_JOB"]), os.environ["SG_TB_SITE"]

@@ -130,13 +130,14 @@ case "$KIND" in
     # each started with init_process_group("stormgate") and nothing else between the sites
     # (the default testbed routes nothing but the gateways' traffic). Every rank starts from its
     # own seed; after DDP's construction and after training every site must hold the same
-    # parameters, and the loss must fall.
+    # parameters, and the loss must fall. Meanwhile a third job (32 MB) must be refused for
+    # the memory the gateways have left.
     echo "--- testbed --announced 64, two DDP trainings over the stormgate process group"
     rm -rf "$OUT/logs" "$OUT"/pg-*.json
     rc=0
     PG="/usr/bin/python3 $ROOT/tests/system/process_group_ddp.py --steps 25 --out $OUT"
-    "$ROOT/scripts/testbed" --sites 3 --workers 1 --rates 200,100,50 --announced 64 --job-ids 21,22 --duration 150 --keep-logs \
-      --worker-cmd "STORMGATE_JOB=21 $PG --model mlp & a=\$!; STORMGATE_JOB=22 $PG --model cnn; s=\$?; wait \$a && exit \$s" \
+    "$ROOT/scripts/testbed" --sites 3 --workers 1 --rates 200,100,50 --announced 64 --job-ids 21,22,23 --duration 150 --keep-logs \
+      --worker-cmd "STORMGATE_JOB=21 $PG --model mlp & a=\$!; STORMGATE_JOB=22 $PG --model cnn & b=\$!; sleep 2; STORMGATE_JOB=23 /usr/bin/python3 $ROOT/tests/system/process_group_ddp.py --refused-model-mb 32 --out $OUT; r=\$?; wait \$a && wait \$b && exit \$r" \
       > "$OUT/testbed.out" 2>&1 || rc=$?
     cat "$OUT/testbed.out"
     kept=$(sed -n 's/.*logs kept in \(\/tmp\/[^ ]*\).*/\1/p' "$OUT/testbed.out" | tail -1)
@@ -178,6 +179,12 @@ PY
       done
     done
     echo "every gateway built both process groups' jobs exact"
+    for i in 1 2 3; do
+      why=$(cat "$OUT/pg-refused-$i.txt" 2>/dev/null || true)
+      [[ "$why" == *"job 23 does not fit"*"admission.memory_mb"* ]] ||
+        { echo "site $i: job 23 (32 MB) was not refused for the memory the gateway has left: ${why:-no refusal}"; exit 1; }
+      echo "site $i: $why"
+    done
     ;;
   *) echo "usage: testbed_test.sh stub|stormgate|stormgate2|selmcast|jobs|announced|processgroup"; exit 2 ;;
 esac
