@@ -91,8 +91,12 @@ int main(int argc, char** argv) {
       // --job-token ADMISSION_SECRET JOB FILE: the worker token of an announced job.
       char* end = nullptr;
       const unsigned long long job = i + 2 < argc ? std::strtoull(argv[i + 2], &end, 10) : 0;
-      if (i + 3 >= argc || !end || *end || job == 0 || job > 0xffffffffULL) {
-        std::fprintf(stderr, "stormgate: --job-token ADMISSION_SECRET JOB FILE: JOB must be a job id 1..4294967295\n");
+      if (i + 3 >= argc) {
+        std::fprintf(stderr, "stormgate: --job-token needs ADMISSION_SECRET JOB FILE\n");
+        return 2;
+      }
+      if (!end || *end || job == 0 || job > 0xffffffffULL) {
+        std::fprintf(stderr, "stormgate: --job-token: JOB must be a job id 1..4294967295, got '%s'\n", argv[i + 2]);
         return 2;
       }
       const sg::crypto::SecretFile f = sg::crypto::load_secret(argv[i + 1]);
