@@ -116,9 +116,13 @@ JobDesk::~JobDesk() { dp::free_ring_mbufs(in_); }
 JobDesk::WorkerSession* JobDesk::worker_session(uint32_t job, uint16_t node) {
   const auto key = std::make_pair(job, node);
   if (auto it = sessions_.find(key); it != sessions_.end()) return &it->second;
-  // A new sealer starts a new epoch (the wall clock's), so a worker whose session was dropped
-  // and remade does not see our replies as replays.
-  if (sessions_.size() >= kMaxSessions) sessions_.clear();
+  if (sessions_.size() >= kMaxSessions) std::erase_if(sessions_, [](const auto& kv) { return !kv.second.proven; });
+  if (sessions_.size() >= kMaxSessions) return nullptr;
+  if (now_ - window_start_ >= kSecond) {
+    window_start_ = now_;
+    made_in_window_ = 0;
+  }
+  if (++made_in_window_ > kMaxNewSessionsPerSecond) return nullptr;
   config::GatewayConfig one = cfg_;
   one.job.workers = 0;
   crypto::PeerSecurity sec = worker_security(one, crypto::derive_job_token(admission_secret_, job));
@@ -136,6 +140,7 @@ size_t JobDesk::open_worker(const wire::CommonInfo& c, std::span<uint8_t> msg) {
   size_t len = 0;
   if (!ws || ws->opener->open(c.src_node, msg, wire::ltp_header_len(wire::MsgType::kJob), &len) != crypto::OpenVerdict::kOk)
     return 0;
+  ws->proven = true;
   return len;
 }
 
@@ -157,6 +162,7 @@ void JobDesk::send(uint16_t node, wire::JobOp op, wire::JobStatus status, const 
 }
 
 void JobDesk::receive(Nanos now) {
+  now_ = now;
   void* objs[dp::kRingBurst];
   unsigned n;
   while ((n = rte_ring_dequeue_burst(in_, objs, dp::kRingBurst, nullptr)) > 0) {

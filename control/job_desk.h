@@ -77,13 +77,21 @@ class JobDesk {
   struct WorkerSession {
     std::unique_ptr<crypto::Opener> opener;
     std::unique_ptr<crypto::Sealer> sealer;
+    bool proven = false;  // a message opened with it: a real worker of that job
   };
   WorkerSession* worker_session(uint32_t job, uint16_t node);
   // Opens a worker's sealed JOB message in place; its plain length, or 0 (refused).
   size_t open_worker(const wire::CommonInfo& c, std::span<uint8_t> msg);
   std::vector<uint8_t> admission_secret_;
   std::map<std::pair<uint32_t, uint16_t>, WorkerSession> sessions_;
-  static constexpr size_t kMaxSessions = 4096;  // bounded: past it all are dropped and remade
+  // Bounded, and cheap to attack: a full table drops the sessions that never opened a
+  // message (never a proven one, whose sealer's packet numbers the worker remembers), and at
+  // most kMaxNewSessionsPerSecond are made (each derives keys), so junk sealed under made-up
+  // job ids costs the control thread little and the real workers nothing.
+  static constexpr size_t kMaxSessions = 4096;
+  static constexpr uint32_t kMaxNewSessionsPerSecond = 256;
+  Nanos now_ = 0, window_start_ = 0;
+  uint32_t made_in_window_ = 0;
   void receive(Nanos now);
   void send(uint16_t node, wire::JobOp op, wire::JobStatus status, const wire::JobSpec& spec, const std::string& text);
 
