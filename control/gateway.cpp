@@ -123,6 +123,10 @@ bool Gateway::start() {
   for (size_t k = 0; k < cfg_.jobs.size(); ++k) {
     std::string err;
     auto js = build_job(config::for_job(cfg_, k), workers, err);
+    if (js && !give_job_token(*js, err)) {
+      free_job(*js);
+      js.reset();
+    }
     if (!js || !attach_job(*js, false, err)) {
       SG_LOG(ERR, control, "%s: job %u: %s\n", cfg_.source.c_str(), cfg_.jobs[k].id, err.c_str());
       return false;
@@ -293,14 +297,9 @@ void Gateway::sync_jobs(Nanos now) {
     std::string err;
     const auto t0 = std::chrono::steady_clock::now();
     auto js = build_job(announced_job_config(cfg_, spec), workers(), err);
-    if (js && !security_.admission_secret.empty()) {
-      // Its workers seal with the job's own token: the engines check and seal with its keys.
-      js->worker_keys = job_worker_keys(js->cfg, security_.admission_secret, workers(), err);
-      if (!js->worker_keys) {
-        free_job(*js);
-        js.reset();
-      }
-      for (size_t q = 0; js && q < js->txs.size(); ++q) js->txs[q]->set_worker_sealer(js->worker_keys->sealers[q].get());
+    if (js && !give_job_token(*js, err)) {
+      free_job(*js);
+      js.reset();
     }
     if (js && attach_job(*js, true, err)) {
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -336,12 +335,23 @@ void Gateway::sync_jobs(Nanos now) {
   }
 }
 
+bool Gateway::give_job_token(JobStack& js, std::string& err) {
+  // Under admission.token_file every job's workers (announced or in the YAML, which then has
+  // no job.token_file) seal with the job's own token: the engines check and seal with its keys.
+  if (security_.admission_secret.empty()) return true;
+  js.worker_keys = job_worker_keys(js.cfg, security_.admission_secret, static_cast<unsigned>(js.txs.size()), err);
+  if (!js.worker_keys) return false;
+  for (size_t q = 0; q < js.txs.size(); ++q) js.txs[q]->set_worker_sealer(js.worker_keys->sealers[q].get());
+  return true;
+}
+
 bool Gateway::attach_job(JobStack& js, bool live, std::string& err) {
   const uint32_t id = js.cfg.job.id;
   const size_t engines = js.runners.size();
   if (!live) {
     for (size_t q = 0; q < engines; ++q)
-      if (!handlers_[q]->attach_job(js.runners[q].get(), js.txs[q].get())) {
+      if (!handlers_[q]->attach_job(js.runners[q].get(), js.txs[q].get(),
+                                    js.worker_keys ? js.worker_keys->openers[q].get() : nullptr)) {
         err = "engine " + std::to_string(q) + " holds " + std::to_string(dp::GatewayHandler::kMaxJobs) + " jobs already";
         return false;
       }

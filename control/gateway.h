@@ -146,6 +146,8 @@ class Gateway {
   // they run (live false), else through their command rings. free_job frees what a stack
   // holds (detached first, if it was attached).
   std::unique_ptr<JobStack> build_job(const config::GatewayConfig& jcfg, unsigned engines, std::string& err);
+  // admission.token_file: the job's own worker keys (its token derived from the secret).
+  bool give_job_token(JobStack& js, std::string& err);
   bool attach_job(JobStack& js, bool live, std::string& err);
   void detach_job(JobStack& js);
   void free_job(JobStack& js);

@@ -8,8 +8,10 @@
 # chunk acknowledged; it then waits for the round's result); a worker without a token and one
 # with another token get no answer at all (their pushes are refused before any state: counted
 # as unsealed and bad_tag, and said by the gateway with the source); the pool is full.
+# MODE admission: the same with the job's token derived from the gateway's admission.token_file
+# (stormgate --job-token) and the "other token" another job's token from the same secret.
 set -uo pipefail
-BIN="$1"; ROOT="$2"; PYEXT="$3"
+BIN="$1"; ROOT="$2"; PYEXT="$3"; MODE="${4:-job}"
 ns="sgtk$$"; prefix="sgtk$$"; tmp="$(mktemp -d)"
 cleanup() { [[ -n "${gw:-}" ]] && kill -9 "$gw" 2>/dev/null; ip netns del "$ns" 2>/dev/null; rm -rf "$tmp" "/var/run/dpdk/$prefix"; }
 trap cleanup EXIT
@@ -17,7 +19,18 @@ fail() { echo "FAIL: $*"; cat "$tmp/gw.log" 2>/dev/null; exit 1; }
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root (network namespace)"; exit 77; }
 /usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: no python3-numpy"; exit 77; }
 
-for k in job.token other.token wan.key; do "$BIN" --keygen "$tmp/$k" > /dev/null || fail "keygen"; done
+if [[ $MODE == admission ]]; then
+  for k in admission.key wan.key; do "$BIN" --keygen "$tmp/$k" > /dev/null || fail "keygen"; done
+  "$BIN" --job-token "$tmp/admission.key" 1 "$tmp/job.token" > /dev/null || fail "job token"
+  "$BIN" --job-token "$tmp/admission.key" 2 "$tmp/other.token" > /dev/null || fail "job token"
+  job_keys="job: {id: 1, model_bytes: 40000, workers: 1, rounds: 1, round_timeout_ms: 2000}
+admission: {enabled: true, token_file: admission.key}"
+  said="workers admitted with their job's token"
+else
+  for k in job.token other.token wan.key; do "$BIN" --keygen "$tmp/$k" > /dev/null || fail "keygen"; done
+  job_keys="job: {id: 1, model_bytes: 40000, workers: 1, rounds: 1, round_timeout_ms: 2000, token_file: job.token}"
+  said="workers admitted with the job token"
+fi
 cat > "$tmp/gw.yaml" <<YAML
 site: {id: 1, name: tokened}
 ports:
@@ -26,7 +39,7 @@ telemetry: {stats_interval_ms: 0}
 dataplane: {mbufs: 4095}
 peers:
   - {id: 2, name: silent, address: 10.56.0.3, mac: "02:00:00:00:00:03"}
-job: {id: 1, model_bytes: 40000, workers: 1, rounds: 1, round_timeout_ms: 2000, token_file: job.token}
+$job_keys
 security: {key_file: wan.key}
 YAML
 ip netns add "$ns" || fail "cannot create a network namespace"
@@ -34,7 +47,7 @@ ip netns exec "$ns" "$BIN" -l 0-1 --no-huge --no-pci -m 128 --file-prefix "$pref
   --log-level='stormgate.control:info' -- --config "$tmp/gw.yaml" --duration 14 > "$tmp/gw.log" 2>&1 &
 gw=$!
 for _ in $(seq 50); do ip netns exec "$ns" ip link show sgtk0 >/dev/null 2>&1 && grep -q running "$tmp/gw.log" && break; sleep 0.1; done
-grep -q "workers admitted with the job token" "$tmp/gw.log" || fail "the gateway did not say it admits workers by token"
+grep -q "$said" "$tmp/gw.log" || fail "the gateway did not say it admits workers by token"
 ip netns exec "$ns" ip link set sgtk0 address 02:00:00:00:00:02
 ip netns exec "$ns" ip addr add 10.56.0.2/24 dev sgtk0
 ip netns exec "$ns" ip link set sgtk0 up
