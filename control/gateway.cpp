@@ -58,16 +58,12 @@ bool Gateway::start() {
     if (security_.workers_sealed())
       SG_LOG(INFO, control, "workers admitted with the job token (fingerprint %s) from this gateway's subnets\n",
              crypto::fingerprint(security_.worker_params.secret).c_str());
-    else if (cfg_.job.workers > 0)
-      SG_LOG(WARNING, control, "%s: job.token_file is not set: any host on this gateway's subnets can push into "
-                              "the job and read its results\n",
-             cfg_.source.c_str());
-    if (!security_.admission_secret.empty())
-      SG_LOG(INFO, control, "announced jobs: workers admitted with their job's token, derived from admission.token_file "
+    else if (security_.job_tokens())
+      SG_LOG(INFO, control, "every job's workers admitted with their job's token, derived from admission.token_file "
                             "(fingerprint %s)\n", crypto::fingerprint(security_.admission_secret).c_str());
-    else if (cfg_.admission.enabled)
-      SG_LOG(WARNING, control, "%s: admission.token_file is not set: any host on this gateway's subnets can announce "
-                              "a job, push into it and read its results\n",
+    else if (cfg_.job.workers > 0 || cfg_.admission.enabled)
+      SG_LOG(WARNING, control, "%s: neither job.token_file nor admission.token_file is set: any host on this gateway's "
+                              "subnets can push into a job (or announce one) and read its results\n",
              cfg_.source.c_str());
   }
   uint32_t n = dp::mbufs_needed(cfg_, workers);
@@ -88,7 +84,7 @@ bool Gateway::start() {
     if (security_.on())
       handlers_.back()->attach_security(security_.engine_openers[w].get(), security_.engine_sealers[w].get());
     if (security_.workers_sealed()) handlers_.back()->attach_worker_security(security_.worker_openers[w].get());
-    if (!security_.admission_secret.empty()) handlers_.back()->require_job_tokens();
+    if (security_.job_tokens()) handlers_.back()->require_job_tokens();
     engines_.push_back(std::make_unique<dp::Engine>(ports_, pool_, *handlers_.back(), ep));
   }
   const bool any_jobs = !cfg_.jobs.empty() || cfg_.admission.enabled;
@@ -265,7 +261,7 @@ bool Gateway::start_admission(unsigned workers) {
   b.mbufs = pool_->size > need ? pool_->size - need : 0;
   desk_ = std::make_unique<JobDesk>(cfg_, workers, b, pool_, ports_, nbrs_, routes_, registry_in_, registry_out_);
   if (security_.on()) desk_->set_sealer(security_.control.get());
-  if (!security_.admission_secret.empty()) desk_->set_job_tokens(security_.admission_secret);
+  if (security_.job_tokens()) desk_->set_job_tokens(security_.admission_secret);
   for (const auto& j : cfg_.jobs) {
     wire::JobSpec s;
     s.id = j.id;
@@ -338,7 +334,7 @@ void Gateway::sync_jobs(Nanos now) {
 bool Gateway::give_job_token(JobStack& js, std::string& err) {
   // Under admission.token_file every job's workers (announced or in the YAML, which then has
   // no job.token_file) seal with the job's own token: the engines check and seal with its keys.
-  if (security_.admission_secret.empty()) return true;
+  if (!security_.job_tokens()) return true;
   js.worker_keys = job_worker_keys(js.cfg, security_.admission_secret, static_cast<unsigned>(js.txs.size()), err);
   if (!js.worker_keys) return false;
   for (size_t q = 0; q < js.txs.size(); ++q) js.txs[q]->set_worker_sealer(js.worker_keys->sealers[q].get());
@@ -659,7 +655,7 @@ void Gateway::run_control(const std::atomic<bool>& stop, double duration_s, std:
   Totals before = totals();
   // Refusals by source, said at most every 10 s per source (auth_watch.h).
   std::unique_ptr<AuthWatch> auth_watch;
-  if (security_.on() || security_.workers_sealed() || !security_.admission_secret.empty()) {
+  if (security_.any_sealing()) {
     std::vector<std::string> names;
     for (const auto& p : cfg_.peers) names.push_back(p.name);
     auth_watch = std::make_unique<AuthWatch>(std::move(names), crypto::fingerprint(security_.params.secret));
@@ -713,7 +709,7 @@ bool Gateway::stop() {
     if (t.drop_by_reason[i])
       drops += std::string(" ") + dp::drop_reason_name(static_cast<dp::Drop>(i)) + "=" + std::to_string(t.drop_by_reason[i]);
   std::printf("[%s] drops:%s\n", cfg_.site.name.c_str(), drops.empty() ? " none" : drops.c_str());
-  if (security_.on() || security_.workers_sealed() || !security_.admission_secret.empty()) {
+  if (security_.any_sealing()) {
     std::string refused;
     for (size_t i = 0; i < static_cast<size_t>(dp::AuthDrop::kCount); ++i)
       if (t.auth_drops[i])

@@ -123,10 +123,8 @@ JobDesk::WorkerSession* JobDesk::worker_session(uint32_t job, uint16_t node) {
     made_in_window_ = 0;
   }
   if (++made_in_window_ > kMaxNewSessionsPerSecond) return nullptr;
-  config::GatewayConfig one = cfg_;
-  one.job.workers = 0;
-  crypto::PeerSecurity sec = worker_security(one, crypto::derive_job_token(admission_secret_, job));
-  sec.peers = {node};
+  crypto::PeerSecurity sec = worker_security(cfg_, crypto::derive_job_token(admission_secret_, job));
+  sec.peers = {node};  // this worker only (its job's size is in the sealed part)
   WorkerSession ws;
   ws.opener = std::make_unique<crypto::Opener>(sec);
   ws.sealer = std::make_unique<crypto::Sealer>(sec, kControlLane);

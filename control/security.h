@@ -59,7 +59,9 @@ struct GatewaySecurity {
   std::vector<std::unique_ptr<crypto::Opener>> worker_openers;
   std::vector<uint8_t> admission_secret;  // admission.token_file: announced jobs' tokens derive from it
   bool on() const { return control != nullptr; }
-  bool workers_sealed() const { return !worker_sealers.empty(); }
+  bool workers_sealed() const { return !worker_sealers.empty(); }  // job.token_file
+  bool job_tokens() const { return !admission_secret.empty(); }     // admission.token_file
+  bool any_sealing() const { return on() || workers_sealed() || job_tokens(); }
   // Builds the sessions for `engines` engines; false with err if OpenSSL refused a key.
   bool build(unsigned engines, std::string& err);
 };
