@@ -462,6 +462,9 @@ out["scatter"] = sc.tolist()
 rs = torch.zeros(2, dtype=torch.int64)
 dist.reduce_scatter(rs, [torch.tensor([r * 10 + rank, rank], dtype=torch.int64) for r in range(world)])
 out["reduce_scatter"] = rs.tolist()
+rt = torch.zeros(2, dtype=torch.int64)
+dist._reduce_scatter_base(rt, torch.tensor([v for r in range(world) for v in (r * 10 + rank, rank)], dtype=torch.int64))
+out["reduce_scatter_tensor"] = rt.tolist()
 dist.barrier()
 torch.manual_seed(rank)
 m = torch.nn.Linear(5, 3)
@@ -519,6 +522,7 @@ class ProcessGroupTest(unittest.TestCase):
         self.assertEqual([o["scatter"] for o in outs], [[0, 1], [10, 11], [20, 21]])
         # rank r gets the sum over ranks of their r-th piece [r * 10 + rank, rank]: [30r + 3, 3]
         self.assertEqual([o["reduce_scatter"] for o in outs], [[3, 3], [33, 3], [63, 3]])
+        self.assertEqual([o["reduce_scatter_tensor"] for o in outs], [[3, 3], [33, 3], [63, 3]])
         g = torch.Generator().manual_seed(7)
         base = torch.randn(1001, generator=g, dtype=torch.float64)
         want = [(base * (r + 1)).numpy().tobytes().hex()[:64] + str((base * (r + 1)).sum().item()) for r in range(world)]

@@ -250,28 +250,27 @@ class ProcessGroupStormgate(dist.ProcessGroup):
         out.copy_(whole[self._rank * out.numel():(self._rank + 1) * out.numel()].view(out.shape))
         return _done(output_tensors)
 
+    def _reduce_own_part(self, flat, out, op):
+        """all_reduce of `flat` (every rank's whole input), then this rank's slice into `out`."""
+        ar = dist.AllreduceOptions()
+        ar.reduceOp = op
+        self.allreduce([flat], ar)
+        n = out.numel()
+        out.copy_(flat[self._rank * n:(self._rank + 1) * n].view(out.shape))
+
     def reduce_scatter(self, output_tensors, input_tensors, opts):
         out = _one(output_tensors, "reduce_scatter")
         if len(input_tensors) != 1 or len(input_tensors[0]) != self._size:
             raise ValueError("stormgate process group: reduce_scatter needs one input list of %d tensors" % self._size)
-        flat = torch.cat([x.reshape(-1) for x in input_tensors[0]])
-        ar = dist.AllreduceOptions()
-        ar.reduceOp = opts.reduceOp
-        self.allreduce([flat], ar)
-        n = out.numel()
-        out.copy_(flat[self._rank * n:(self._rank + 1) * n].view(out.shape))
+        self._reduce_own_part(torch.cat([x.reshape(-1) for x in input_tensors[0]]), out, opts.reduceOp)
         return _done(output_tensors)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         if input.numel() != output.numel() * self._size:
             raise ValueError("stormgate process group: reduce_scatter_tensor input of %d values for %d ranks of %d" %
                              (input.numel(), self._size, output.numel()))
-        flat = input.detach().reshape(-1).clone()
-        ar = dist.AllreduceOptions()
-        ar.reduceOp = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
-        self.allreduce([flat], ar)
-        n = output.numel()
-        output.copy_(flat[self._rank * n:(self._rank + 1) * n].view(output.shape))
+        op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+        self._reduce_own_part(input.detach().reshape(-1).clone(), output, op)
         return _done([output])
 
     def barrier(self, opts=None):
