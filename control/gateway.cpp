@@ -486,6 +486,9 @@ void Gateway::print_job_summary(const JobStack& js) const {
                 st.last_gain.load(), (unsigned long long)st.rows_sent.load(), (unsigned long long)st.rows_received.load(),
                 (unsigned long long)st.probe_trains_sent.load(), (unsigned long long)st.probe_results.load());
   }
+  if (const int64_t lag = rc.update_lag_ns.load(); lag >= 0 && c.sync.mode != config::SyncMode::kSelmcast)
+    std::printf("[%s] job %u: workers' update lag %.1f ms (their compute per round, as adaptive compression weighs it)\n",
+                c.site.name.c_str(), c.job.id, static_cast<double>(lag) / 1e6);
 }
 
 bool Gateway::all_jobs_finished() const {

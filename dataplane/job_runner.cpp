@@ -392,7 +392,10 @@ void JobRunner::count_round_st(Nanos now) {
     // Every result chunk went to the workers as it became final; this ends the round
     // (anything the WAN round gave up on is sent as the site's own mean).
     delivered_ = group_->finish(round_, now, tx_);
-    if (delivered_) c_.worker_rounds.add();
+    if (delivered_) {
+      c_.worker_rounds.add();
+      delivered_at_ = now;
+    }
   }
 }
 
@@ -435,6 +438,8 @@ unsigned JobRunner::poll_st(Nanos now) {
   }
   if (lead_link_) return follow_st(now);
   if (peer_) return peer_poll_st(now);
+  // The workers' whole next update is in: the compute time adaptive compression weighs.
+  if (group_ && group_->contribution_ready(group_->round())) note_update_lag_st(group_->round(), now);
   if (finished()) {
     if (group_) group_->poll(now, tx_);  // results still on their way to the workers
     return 0;
@@ -452,6 +457,7 @@ unsigned JobRunner::poll_st(Nanos now) {
       if (group_) {
         if (!delivered_ && group_->finish(round_, now, tx_)) {
           delivered_ = true;
+          delivered_at_ = now;
           c_.worker_rounds.add();
           ++work;
         }

@@ -49,8 +49,9 @@ struct RoundCounters {
   Counter stale_updates;  // selmcast: updates too old for sync.staleness, refused
   std::atomic<uint64_t> last_round{0}, last_round_ns{0}, policy_version{0}, switch_round{0};
   std::atomic<uint32_t> wanted_round{0};  // the round the lead waits to begin (gate closed)
-  // selmcast: the site's load, smoothed: from a round's result leaving for the workers to
-  // their next update complete (-1: not measured yet). The control plane's rows carry it.
+  // The site's load, smoothed: from a round's result leaving for the workers to their next
+  // update complete (-1: not measured yet, or no workers). The control plane's rows carry it:
+  // SelMCast's receiver choice and adaptive compression's compute time.
   std::atomic<int64_t> update_lag_ns{-1};
 };
 

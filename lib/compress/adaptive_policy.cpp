@@ -26,6 +26,7 @@ AdaptivePolicy::AdaptivePolicy(AdaptiveConfig cfg) : cfg_(std::move(cfg)) {
     if (!(cfg_.ladder[i].factor() > cfg_.ladder[i - 1].factor()))
       throw std::invalid_argument("AdaptivePolicy: ladder factors must increase");
   if (cfg_.hold_rounds < 1) throw std::invalid_argument("AdaptivePolicy: hold_rounds < 1");
+  if (!(cfg_.bottleneck_exposure >= 1.0)) throw std::invalid_argument("AdaptivePolicy: bottleneck_exposure < 1");
 }
 
 int AdaptivePolicy::need(double factor) const {
@@ -54,12 +55,15 @@ Decision AdaptivePolicy::update(const LinkSample& s) {
     const bool clear = s.throughput_Bps >= cfg_.clear_tput_fraction * peak_ &&
                        s.rtt_ratio <= cfg_.clear_rtt_ratio && s.loss <= cfg_.clear_loss;
 
-    const int up = (e <= 1.0 || !congested) ? 0 : need(e * cfg_.up_margin);
+    const bool bottleneck = e >= cfg_.bottleneck_exposure;
+    const int up = (e <= 1.0 || !(congested || bottleneck)) ? 0 : need(e * cfg_.up_margin);
     if (up > level_) {
       level_ = up;
       calm_ = 0;
     } else {
-      const int down = (e <= cfg_.off_exposure || clear) ? 0 : need(e * cfg_.down_margin);
+      // The bottleneck test is stricter going down (off_exposure of it), like the others.
+      const bool still_bottleneck = e >= cfg_.bottleneck_exposure * cfg_.off_exposure;
+      const int down = (e <= cfg_.off_exposure || (clear && !still_bottleneck)) ? 0 : need(e * cfg_.down_margin);
       if (down < level_) {
         if (++calm_ >= cfg_.hold_rounds) {
           level_ = down;

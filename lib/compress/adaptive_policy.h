@@ -12,15 +12,19 @@
 //   need(F)   = the first ladder level whose byte reduction factor is >= F (top level if none);
 //               ladder by default f32 (1x), bf16 (2x), int8 (~4x), top-k 5% (10x),
 //               top-k 2% (25x), top-k 1% (50x).
-//   Up:   target = (e <= 1 or not congested) ? f32 : need(e * up_margin).
+//   bottleneck = e >= bottleneck_exposure: the transfer takes several times the compute, so the
+//               link is the round's bottleneck whether or not it shows congestion (a slow
+//               link rather than a congested one; NetSenseML's rule alone keeps it at f32).
+//   Up:   target = (e <= 1 or not (congested or bottleneck)) ? f32 : need(e * up_margin).
 //         If target is above the current level, switch at once.
-//   Down: candidate = (e <= off_exposure or clear) ? f32 : need(e * down_margin).
+//   Down: candidate = (e <= off_exposure or (clear and e < off_exposure * bottleneck_exposure))
+//               ? f32 : need(e * down_margin).
 //         If candidate is below the current level for hold_rounds consecutive rounds, switch
 //         to it; any round where it is not resets the count.
 // Hysteresis comes from the gap between the up and down tests (1 vs off_exposure, up_margin
 // vs down_margin, congested vs clear thresholds) and from hold_rounds.
 // Bounds (tested): compression turns on in the first decision that sees a congested sample
-// where e > 1; it turns off at most hold_rounds decisions after the first clear sample with
+// where e > 1, or any sample where e >= bottleneck_exposure; it turns off at most hold_rounds decisions after the first clear sample with
 // e <= off_exposure (or a clear link).
 #pragma once
 
@@ -56,6 +60,7 @@ struct AdaptiveConfig {
   double up_margin = 1.2;          // headroom when compressing more (throughput drifts)
   double down_margin = 1.5;        // stricter fit before compressing less
   double off_exposure = 0.8;       // full precision again only with this much slack
+  double bottleneck_exposure = 2.0; // e from which the link is the bottleneck, congested or not
   double congested_tput_fraction = 0.7;
   double congested_rtt_ratio = 1.5;
   double congested_loss = 0.01;

@@ -291,7 +291,10 @@ std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos no
     for (int j = 0; j < n_; ++j)
       if (i != j && links[static_cast<size_t>(i) * n_ + j].bytes_per_s <= 0)
         links[static_cast<size_t>(i) * n_ + j].bytes_per_s = net.link_bw(i, j);
-  cand.codecs = codecs_.decide(cand, links);
+  // The round's compute as the sites measure it: the slowest site's update lag.
+  double lag_s = 0;
+  for (const double l : update_lag_) lag_s = std::max(lag_s, l);
+  cand.codecs = codecs_.decide(cand, links, static_cast<Nanos>(lag_s * kSecond));
   if (!new_trees && same_codecs(cand.codecs, current.codecs)) return std::nullopt;
   if (topo::validate(cand) != topo::PlanError::kOk) return std::nullopt;
   if (new_trees) {

@@ -26,7 +26,8 @@ compress::AdaptiveConfig codec_ladder(const config::CompressionConfig& cfg) {
 LinkCodecs::LinkCodecs(const config::CompressionConfig& cfg, int sites)
     : cfg_(cfg), n_(sites), policy_(static_cast<size_t>(sites) * sites, compress::AdaptivePolicy(codec_ladder(cfg))) {}
 
-std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const std::vector<LinkView>& links) {
+std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const std::vector<LinkView>& links,
+                                                Nanos measured_compute) {
   std::vector<topo::LinkCodec> out;
   if (cfg_.mode == config::CompressionMode::kOff || plan.num_sites != n_) return out;
   if (cfg_.mode == config::CompressionMode::kAlways) {
@@ -42,6 +43,8 @@ std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const st
         load[static_cast<size_t>(v) * n_ + t.parent[v]] += t.bytes();
         load[static_cast<size_t>(t.parent[v]) * n_ + v] += t.bytes();
       }
+  const Nanos compute = cfg_.compute_ms_per_round > 0 ? static_cast<Nanos>(cfg_.compute_ms_per_round) * kMilli
+                                                      : std::max<Nanos>(measured_compute, 0);
   for (const auto& [a, b] : topo::tree_links(plan)) {
     const size_t k = static_cast<size_t>(a) * n_ + b;
     compress::LinkSample s;
@@ -51,7 +54,7 @@ std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const st
       s.loss = links[k].loss;
     }
     s.bytes = load[k];
-    s.compute_time = static_cast<Nanos>(cfg_.compute_ms_per_round) * kMilli;
+    s.compute_time = compute;
     const compress::Decision d = policy_[k].update(s);
     if (d.codec != CodecId::kF32) out.push_back({static_cast<topo::SiteId>(a), static_cast<topo::SiteId>(b), d.codec});
   }

@@ -6,8 +6,11 @@
 //   off       no codecs (f32 everywhere)
 //   always    compression.codec on every tree link
 //   adaptive  per link, lib/compress's AdaptivePolicy; its ladder stops at compression.codec.
-//             Without compute_ms_per_round it cannot tell whether the network is the
-//             bottleneck, so it keeps full precision.
+//             The compute time per round is compute_ms_per_round where the config gives it,
+//             else the one the gateways measure (the longest update lag the sites report:
+//             from a round's result handed to the workers to their next update complete).
+//             With neither it cannot tell whether the network is the bottleneck, so it
+//             keeps full precision.
 #pragma once
 
 #include <vector>
@@ -29,9 +32,11 @@ class LinkCodecs {
  public:
   LinkCodecs(const config::CompressionConfig& cfg, int sites);
 
-  // Codecs for `plan`'s tree links given `links` ([i*n+j]). Call once per measurement
+  // Codecs for `plan`'s tree links given `links` ([i*n+j]) and the measured compute time per
+  // round (<= 0: unknown; compute_ms_per_round overrides it). Call once per measurement
   // interval (a new set of rows): adaptive levels have hysteresis counted in calls.
-  std::vector<topo::LinkCodec> decide(const topo::Plan& plan, const std::vector<LinkView>& links);
+  std::vector<topo::LinkCodec> decide(const topo::Plan& plan, const std::vector<LinkView>& links,
+                                      Nanos measured_compute = 0);
   const config::CompressionConfig& config() const { return cfg_; }
 
  private:

@@ -6,6 +6,8 @@
 #                              the kernel-routed links (the global mean)
 #   testbed_test.sh stormgate  the real gateways on net_af_packet (the global mean)
 #   testbed_test.sh stormgate2 the same with two engines per gateway (shards split over them)
+#   testbed_test.sh adaptive   compression: adaptive on the compute time the gateways measure
+#                              (links far slower than it get compressed, results still exact)
 #   testbed_test.sh jobs       three jobs at once through the same gateways (the workers' and
 #                              two synthetic ones), each exact
 #   testbed_test.sh announced  no job in any YAML: two jobs announced by their workers run at
@@ -55,6 +57,21 @@ case "$KIND" in
     ;;
   stormgate2)
     run stormgate stormgate global --engines 2
+    ;;
+  adaptive)
+    # compression: adaptive with no compute_ms_per_round: the gateways measure the workers'
+    # compute (their update lag) and, the links taking far longer than that, compress them.
+    # The codec is bf16, which carries these means (halves of small integers) exactly.
+    printf 'compression: {mode: adaptive, codec: bf16}\n' > "$OUT/adaptive.yaml"
+    BENCH="${BENCH/--rounds 3/--rounds 24}" run stormgate stormgate global --config-extra "$OUT/adaptive.yaml"
+    for i in 1 2 3; do
+      log="$OUT/logs/gateway-$i.log"
+      lag=$(sed -n "s/.*workers' update lag \([0-9.]*\) ms.*/\1/p" "$log" | tail -1)
+      [[ -n "$lag" ]] || { echo "site $i: the workers' update lag was not measured"; exit 1; }
+      agreed=$(grep -o "policy version [0-9]* agreed, in force from round [0-9]* ([0-9]* shards, [1-9][0-9]* compressed links)" "$log" | head -1)
+      [[ -n "$agreed" ]] || { echo "site $i: adaptive compression never came on"; grep "agreed" "$log"; exit 1; }
+      echo "site $i: update lag $lag ms; $agreed"
+    done
     ;;
   selmcast)
     # BSP: every value mixes in at least one other site. SSP may end a round before a slower

@@ -34,11 +34,32 @@ TEST(AdaptivePolicy, SteadyFastLinkStaysFullPrecision) {
   }
 }
 
-TEST(AdaptivePolicy, SlowButUncongestedLinkStaysFullPrecision) {
-  // Communication exceeds compute, but the link delivers its usual rate with no queueing or
-  // loss: nothing is congested, so NetSenseML keeps full precision.
+TEST(AdaptivePolicy, SlowButUncongestedLinkStaysFullPrecisionBelowTheBottleneckExposure) {
+  // Communication exceeds compute (e = 1.5), but the link delivers its usual rate with no
+  // queueing or loss: nothing is congested, so NetSenseML keeps full precision.
   AdaptivePolicy p;
-  for (int i = 0; i < 100; ++i) ASSERT_EQ(p.update({kFastBps / 20, 1.0, 0.0, kBytes, kCompute}).codec, CodecId::kF32);
+  const double tput = static_cast<double>(kBytes) / (1.5 * 0.3);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(p.update({tput, 1.0, 0.0, kBytes, kCompute}).codec, CodecId::kF32);
+}
+
+TEST(AdaptivePolicy, ALinkThatIsTheBottleneckCompressesWithoutCongestion) {
+  // The same clean link, 20x slower: the transfer takes 5.3x the compute. Compression comes on
+  // at the first sample (the level that fits 5.3 x up_margin), and goes off hold_rounds samples
+  // after the link is fast again.
+  AdaptivePolicy p;
+  const Decision on = p.update({kFastBps / 20, 1.0, 0.0, kBytes, kCompute});
+  EXPECT_TRUE(on.changed);
+  EXPECT_GE(p.config().ladder[static_cast<size_t>(on.level)].factor(), 5.3 * p.config().up_margin);
+  EXPECT_EQ(p.config().ladder[static_cast<size_t>(on.level - 1)].factor() < 5.3 * p.config().up_margin, true);
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(p.update({kFastBps / 20, 1.0, 0.0, kBytes, kCompute}).level, on.level);
+  // e = 1.7: still within the band below the bottleneck exposure (2 x 0.8 = 1.6): no change.
+  const double band = static_cast<double>(kBytes) / (1.7 * 0.3);
+  for (int i = 0; i < 20; ++i) ASSERT_GT(p.update({band, 1.0, 0.0, kBytes, kCompute}).level, 0);
+  // e = 1.2 on a clear link: off after hold_rounds samples.
+  const double calm = static_cast<double>(kBytes) / (1.2 * 0.3);
+  int k = 0;
+  while (p.update({calm, 1.0, 0.0, kBytes, kCompute}).level > 0) ASSERT_LT(++k, p.config().hold_rounds);
+  EXPECT_EQ(k + 1, p.config().hold_rounds);
 }
 
 TEST(AdaptivePolicy, HiddenCommunicationStaysFullPrecisionEvenWhenCongested) {
@@ -140,6 +161,9 @@ TEST(AdaptivePolicy, RejectsBadLadders) {
   EXPECT_THROW(AdaptivePolicy{c}, std::invalid_argument);
   c.ladder = {{CodecId::kF32, 0}, {CodecId::kTopK, 0.01f}, {CodecId::kInt8, 0}};
   EXPECT_THROW(AdaptivePolicy{c}, std::invalid_argument);
+  AdaptiveConfig b;
+  b.bottleneck_exposure = 0.5;  // would compress links that hide behind the compute
+  EXPECT_THROW(AdaptivePolicy{b}, std::invalid_argument);
 }
 
 TEST(AdaptivePolicy, LevelFactors) {

@@ -169,7 +169,9 @@ TEST(Controller, SelmcastGivesAStragglersIdleTimeToExtraReceivers) {
   Controller blind(cfg);
   for (int k = 0; k < 4; ++k, now += 2 * kSecond) {
     for (int s = 0; s < kSites; ++s) blind.on_row(row(s, kGbit), now);
-    if (auto n = blind.decide(cur, now)) EXPECT_LE(total(*n), before);
+    if (auto n = blind.decide(cur, now)) {
+      EXPECT_LE(total(*n), before);
+    }
   }
 }
 
@@ -264,6 +266,35 @@ TEST(Controller, NoCompressionWithoutComputeTime) {
   for (int k = 0; k < 3; ++k) {
     for (int s = 0; s < kSites; ++s) c.on_row(row(s, 10e6, {}, 2.0), (10 + k) * kSecond);
     EXPECT_FALSE(c.decide(first, (10 + k) * kSecond)) << "unknown compute time: full precision stays";
+  }
+}
+
+// compute_ms_per_round unset: the sites' measured update lag is the compute time. Clean links
+// (no queueing, no loss) whose transfers take far longer than the lag are the bottleneck.
+TEST(Controller, MeasuredUpdateLagStandsInForAnUnsetComputeTime) {
+  for (const double lag_s : {0.1, 1000.0}) {
+    ControllerConfig cfg = config();
+    cfg.compression.mode = config::CompressionMode::kAdaptive;
+    cfg.compression.codec = CodecId::kInt8;
+    Controller c(cfg);
+    const topo::Plan first = c.initial_plan();
+    std::optional<topo::Plan> next;
+    for (int k = 0; k < 3 && !next; ++k) {
+      for (int s = 0; s < kSites; ++s) {
+        wire::MeasureRow r = row(s, 10e6);
+        r.update_lag_s = s == 2 ? lag_s : lag_s / 10;  // the slowest site's lag counts
+        c.on_row(r, (10 + k) * kSecond);
+      }
+      next = c.decide(first, (10 + k) * kSecond);
+    }
+    if (lag_s < 1) {
+      // 16 MB shards over 10 MB/s: seconds against 0.1 s of compute.
+      ASSERT_TRUE(next) << "no codec for links 16x slower than the measured compute";
+      ASSERT_FALSE(next->codecs.empty());
+      for (const auto& lc : next->codecs) EXPECT_EQ(lc.codec, CodecId::kInt8);
+    } else {
+      EXPECT_FALSE(next && !next->codecs.empty()) << "transfers hidden behind 1000 s of compute: full precision";
+    }
   }
 }
 
