@@ -195,14 +195,7 @@ int run(const Args& a, const std::vector<dp::Port>& ports, rte_mempool* pool) {
         r->poll(now);
         all = all && r->done();
       }
-      static Nanos t_begin = now, t_pushed = 0; static double sum_push = 0, sum_tail = 0;
-      static uint64_t at_push = 0; static double sum_at = 0;
-      if (next == total && t_pushed == 0) { t_pushed = now; at_push = 0; for (auto& r : results) at_push += r->chunks; }
-      if (next == total && all) {
-        sum_push += (t_pushed - t_begin) / 1e6; sum_tail += (now - t_pushed) / 1e6;
-        uint64_t tot = 0; for (auto& r : results) tot += r->chunks; sum_at += double(tot - at_push);
-        if (rounds % 20 == 0) std::printf("round %llu push %.2f ms tail %.2f ms results left at push end %.0f\n", (unsigned long long)rounds, sum_push / (rounds + 1), sum_tail / (rounds + 1), sum_at / (rounds + 1));
-        t_begin = now; t_pushed = 0;  // every worker has round r's result: round r + 1
+      if (next == total && all) {  // every worker has round r's result: round r + 1
         ++round;
         ++rounds;
         next = 0;
