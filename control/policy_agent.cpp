@@ -3,6 +3,8 @@
 #include <rte_mbuf.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "control/ring_frame_io.h"
 #include "dataplane/log.h"
@@ -106,9 +108,25 @@ void PolicyAgent::tick(Nanos now, uint32_t completed, std::span<const uint64_t> 
   receive_frames(now);
   const uint64_t proposals = plane_.stats().proposals;
   plane_.tick(now, completed, sent_to, sent_total, *tx_);
-  if (plane_.stats().proposals != proposals)
-    SG_LOG(INFO, control, "job %u: proposed a new policy (modelled gain %.2f)\n", job_,
-           plane_.controller().stats().last_gain);
+  if (plane_.stats().proposals != proposals) {
+    // What adaptive compression weighed: each tree link's transfer time over the compute time.
+    const controller::LinkCodecs& lc = plane_.controller().codecs();
+    std::string weighed;
+    const int n = plane_.controller().config().sites;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        if (const double e = lc.exposure(i, j); e > 0) {
+          char b[48];
+          std::snprintf(b, sizeof(b), "%s%d->%d %.1f", weighed.empty() ? "" : ", ", i, j, e);
+          weighed += b;
+        }
+    char compute[96] = "";
+    if (!weighed.empty())
+      std::snprintf(compute, sizeof(compute), "; compute per round %.0f ms, links' transfer over it: ",
+                    static_cast<double>(lc.last_compute()) / 1e6);
+    SG_LOG(INFO, control, "job %u: proposed a new policy (modelled gain %.2f%s%s)\n", job_,
+           plane_.controller().stats().last_gain, compute, weighed.c_str());
+  }
   approve_rounds(completed, wanted);
   if (started_ < 0) started_ = now;
   // A start-up exchange that takes under 2 s says nothing; then every 5 s.

@@ -21,6 +21,7 @@ ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg) {
   r.early_close.max_loss_fraction = cfg.transport.max_loss_fraction;
   r.early_close.quiet_rtts = cfg.transport.early_close.quiet_rtts;
   r.early_close.min_fraction = cfg.transport.early_close.min_fraction;
+  r.ack_batch = true;  // the engine polls the job after every burst (on_packet_st: next_wake_ = 0)
   return r;
 }
 
@@ -88,6 +89,7 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
     lc.push_timeout = static_cast<Nanos>(cfg.job.worker_timeout_ms ? cfg.job.worker_timeout_ms
                                                                      : cfg.job.round_timeout_ms / 2) * kMilli;
     lc.seed = cfg.site.id * 7919ull;
+    lc.receiver.ack_batch = true;  // as wan_receiver's
     group_ = std::make_unique<sync::LocalGroup>(lc);
     tx_.set_workers(cfg.job.workers, cfg.transport.udp_port);
   }

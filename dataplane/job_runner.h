@@ -165,6 +165,7 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   bool peer_counted_ = true;
   Nanos delivered_at_ = -1;     // the last round's result handed back (update lag's start)
   uint32_t lag_round_ = 0;      // the round whose update lag is taken
+  uint32_t lag_samples_ = 0;    // update lags seen (the first is not counted)
   void note_update_lag_st(uint32_t next, Nanos now);
   std::unique_ptr<sync::LocalGroup> group_;  // job.workers > 0: the site's workers
   bool delivered_ = true;  // the last WAN round's result went to the workers (finish)

@@ -95,6 +95,9 @@ void JobRunner::peer_count_st(Nanos now) {
 void JobRunner::note_update_lag_st(uint32_t next, Nanos now) {
   if (next == lag_round_ || delivered_at_ < 0) return;
   lag_round_ = next;
+  // The workers' first update after a result carries their start-up (a first step's
+  // allocations, kernels compiled, caches cold): not what a round's compute takes.
+  if (++lag_samples_ == 1) return;
   const int64_t sample = std::max<int64_t>(0, now - delivered_at_);
   const int64_t old = c_.update_lag_ns.load(std::memory_order_relaxed);
   c_.update_lag_ns.store(old < 0 ? sample : old + (sample - old) / 4, std::memory_order_relaxed);

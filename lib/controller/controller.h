@@ -108,6 +108,7 @@ class Controller {
   // A site's uplink as the planner uses it: configured, else inferred from its rows (0: none).
   double uplink(int site) const;
   const ControllerStats& stats() const { return stats_; }
+  const LinkCodecs& codecs() const { return codecs_; }
   uint64_t rows_seen() const { return stats_.rows; }
 
  private:

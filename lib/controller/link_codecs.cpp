@@ -24,7 +24,10 @@ compress::AdaptiveConfig codec_ladder(const config::CompressionConfig& cfg) {
 }
 
 LinkCodecs::LinkCodecs(const config::CompressionConfig& cfg, int sites)
-    : cfg_(cfg), n_(sites), policy_(static_cast<size_t>(sites) * sites, compress::AdaptivePolicy(codec_ladder(cfg))) {}
+    : cfg_(cfg),
+      n_(sites),
+      policy_(static_cast<size_t>(sites) * sites, compress::AdaptivePolicy(codec_ladder(cfg))),
+      exposure_(static_cast<size_t>(sites) * sites, 0.0) {}
 
 std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const std::vector<LinkView>& links,
                                                 Nanos measured_compute) {
@@ -45,6 +48,8 @@ std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const st
       }
   const Nanos compute = cfg_.compute_ms_per_round > 0 ? static_cast<Nanos>(cfg_.compute_ms_per_round) * kMilli
                                                       : std::max<Nanos>(measured_compute, 0);
+  last_compute_ = compute;
+  std::fill(exposure_.begin(), exposure_.end(), 0.0);
   for (const auto& [a, b] : topo::tree_links(plan)) {
     const size_t k = static_cast<size_t>(a) * n_ + b;
     compress::LinkSample s;
@@ -56,6 +61,7 @@ std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const st
     s.bytes = load[k];
     s.compute_time = compute;
     const compress::Decision d = policy_[k].update(s);
+    exposure_[k] = compute > 0 ? policy_[k].exposure() : 0.0;
     if (d.codec != CodecId::kF32) out.push_back({static_cast<topo::SiteId>(a), static_cast<topo::SiteId>(b), d.codec});
   }
   return out;

@@ -38,11 +38,17 @@ class LinkCodecs {
   std::vector<topo::LinkCodec> decide(const topo::Plan& plan, const std::vector<LinkView>& links,
                                       Nanos measured_compute = 0);
   const config::CompressionConfig& config() const { return cfg_; }
+  // What the last decide() weighed (for the log): the compute time (0: unknown) and each
+  // tree link's exposure, transfer time over compute time ([i*n+j]; 0: not weighed).
+  Nanos last_compute() const { return last_compute_; }
+  double exposure(int from, int to) const { return exposure_[static_cast<size_t>(from) * n_ + to]; }
 
  private:
   config::CompressionConfig cfg_;
   int n_;
   std::vector<compress::AdaptivePolicy> policy_;  // per directed link
+  std::vector<double> exposure_;                  // per directed link, of the last decide()
+  Nanos last_compute_ = 0;
 };
 
 // The adaptive ladder up to `cfg.codec` (top-k at cfg.topk_ratio is one level).

@@ -254,8 +254,13 @@ void Receiver::on_data(const wire::DataMsg& m, size_t msg_len, Nanos now, Receiv
     return;
   }
   // ACK at once when something is unusual (a gap or a retransmission), else every Nth.
+  t->ack_chunk = idx;
   if (++t->unacked >= cfg_.ack_every || !in_order || retx || t->cum < t->received) {
-    send_ack(*t, idx, now, tx);
+    if (cfg_.ack_batch) {
+      t->ack_due = now;  // the poll after this burst
+    } else {
+      send_ack(*t, idx, now, tx);
+    }
   } else if (t->ack_due == kNever) {
     t->ack_due = now + cfg_.ack_delay;
   }
@@ -383,7 +388,7 @@ Nanos Receiver::poll(Nanos now, ReceiverSink& sink, PacketSink& tx) {
   const auto& ec = early_.config();
   for (auto& t : slots_) {
     if (!t.used) continue;
-    if (t.ack_due <= now) send_ack(t, t.cum > 0 ? t.cum - 1 : 0, now, tx);
+    if (t.ack_due <= now) send_ack(t, cfg_.ack_batch ? t.ack_chunk : (t.cum > 0 ? t.cum - 1 : 0), now, tx);
     if (now - t.last_arrival >= cfg_.abandon_after) {
       close(t, CloseReason::kAbandoned, now, sink, tx);
       continue;

@@ -29,6 +29,10 @@ struct ReceiverConfig {
   EarlyCloseConfig early_close;
   uint32_t ack_every = 2;             // in-order arrivals per ACK; anything unusual ACKs at once
   Nanos ack_delay = 200 * kMicro;     // longest an ACK is held back
+  // ACKs that would go out during on_packet wait for the next poll() instead. A caller that
+  // polls after each burst of packets (the gateway's engines) so answers a burst's arrivals
+  // of one transfer with one ACK, microseconds later, instead of one per ack_every.
+  bool ack_batch = false;
   Nanos abandon_after = 5 * kSecond;  // no arrival for this long -> close (bubbles filled)
 };
 
@@ -124,6 +128,7 @@ class Receiver {
     Nanos last_progress = 0;
     Nanos gap = 0;               // EWMA of time between new chunks
     Nanos ack_due = kNever;
+    uint32_t ack_chunk = 0;      // the newest arrival: the SACK window of a held ACK ends past it
     ChunkBitmap bits;
   };
   struct Closed {

@@ -99,7 +99,7 @@ class SinkHandler final : public dp::PacketHandler, ltp::ReceiverSink, ltp::Pack
   }
   void on_bubble(const ltp::ChunkRef&, ltp::FillRule) override {}
   void on_transfer_end(const ltp::TransferSummary&) override {}
-  void send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::span<const uint8_t> payload) override {
+  void send(const ltp::TxMeta& /*meta*/, std::span<const uint8_t> head, std::span<const uint8_t> payload) override {
     rte_mbuf* m = rte_pktmbuf_alloc(io_->pool());
     if (!m) return;
     wire::UdpFrameSpec s = frame_spec();

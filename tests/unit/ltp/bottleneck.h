@@ -106,7 +106,7 @@ class BottleneckPath {
   class Port final : public PacketSink {
    public:
     Port(BottleneckPath& p, int to) : p_(p), to_(to) {}
-    void send(const TxMeta& meta, std::span<const uint8_t> head, std::span<const uint8_t> payload) override {
+    void send(const TxMeta& /*meta*/, std::span<const uint8_t> head, std::span<const uint8_t> payload) override {
       Pkt k;
       k.to = to_;
       k.bytes.assign(head.begin(), head.end());

@@ -136,6 +136,32 @@ TEST_F(ReceiverTest, InOrderAcksEveryNthAndFlushesHeldAck) {
   EXPECT_EQ(tx_.count(MsgType::kAck), 2u) << "held ACK sent after ack_delay";
 }
 
+TEST_F(ReceiverTest, BatchedAcksAnswerABurstWithOneAckAtThePoll) {
+  ReceiverConfig c;
+  c.ack_batch = true;
+  make(c);
+  // A burst of 6 in order, then one out of order (a gap at 6): nothing goes out before the poll.
+  for (uint32_t i = 0; i < 6; ++i) feed(data(fields(i, 64)));
+  feed(data(fields(40, 64)));
+  EXPECT_EQ(tx_.count(MsgType::kAck), 0u) << "held for the poll after the burst";
+  rx_->poll(now_, sink_, tx_);
+  ASSERT_EQ(tx_.count(MsgType::kAck), 1u) << "one ACK for the burst's seven arrivals";
+  auto ack = wire::parse_ack(tx_.last(MsgType::kAck)->bytes);
+  ASSERT_TRUE(ack.ok());
+  EXPECT_EQ(ack->f.cum_ack, 6u);
+  EXPECT_EQ(ack->f.received, 7u);
+  EXPECT_EQ(ack->f.echo_ts, 1040u) << "echoes the newest DATA";
+  ASSERT_GE(40u, ack->f.sack_base);
+  EXPECT_TRUE(ack->sack_bit(40 - ack->f.sack_base)) << "the window covers the newest arrival";
+  EXPECT_FALSE(ack->sack_bit(6 - ack->f.sack_base));
+  // Nothing new: the next poll sends nothing; the last chunk of a transfer is ACKed at once.
+  rx_->poll(now_, sink_, tx_);
+  EXPECT_EQ(tx_.count(MsgType::kAck), 1u);
+  make(c);
+  feed(data(fields(0, 1)));
+  EXPECT_EQ(tx_.count(MsgType::kAck), 2u) << "complete: the final ACK does not wait";
+}
+
 TEST_F(ReceiverTest, PastRoundIsStaleAndAnsweredWithClose) {
   auto f = fields(0, 4);
   f.round = kRound - 1;

@@ -40,7 +40,7 @@ class Net {
   Impairment fwd, back;  // fwd: sender -> receiver; back: receiver -> sender
   uint64_t sent = 0, dropped = 0, corrupted = 0, duplicated = 0;
 
-  void push(int to, const TxMeta& meta, std::span<const uint8_t> head, std::span<const uint8_t> payload) {
+  void push(int to, const TxMeta& /*meta*/, std::span<const uint8_t> head, std::span<const uint8_t> payload) {
     ++sent;
     Impairment& im = to == 0 ? fwd : back;
     if (im.blackhole || rng_.chance(im.loss)) {

@@ -86,8 +86,9 @@ TEST(SiteSyncProperty, ThousandSeedsOfLossReorderingDuplicationAndCorruption) {
         ASSERT_EQ(r.size(), m.size());
         for (size_t k = 0; k < m.size(); ++k) {
           ASSERT_TRUE(std::isfinite(r[k])) << "site " << i << " value " << k;
-          if (lost_for_good == 0)
+          if (lost_for_good == 0) {
             ASSERT_NEAR(r[k], m[k], 1e-4 * (1 + std::abs(m[k]))) << "site " << i << " value " << k << " round " << round;
+          }
         }
       }
       (lost_for_good == 0 ? exact_rounds : lossy_rounds)++;

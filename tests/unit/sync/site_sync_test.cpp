@@ -166,7 +166,9 @@ TEST(SiteSync, CompressedLinksShrinkTrafficAndKeepSitesIdentical) {
     Cluster comp(n, 3 * 40000, 3, 2 * kMilli, 0.0, 21, false, nullptr, true);
     for (int i = 0; i < n; ++i)
       for (int k = 0; k < n; ++k)
-        if (k != i) ASSERT_TRUE(comp.sites[i]->set_link_codec(k, codec, 0.25f));
+        if (k != i) {
+          ASSERT_TRUE(comp.sites[i]->set_link_codec(k, codec, 0.25f));
+        }
     plain.fill_round(1);
     comp.fill_round(1);
     ASSERT_TRUE(plain.run_round(1, 10 * kSecond));
@@ -174,8 +176,12 @@ TEST(SiteSync, CompressedLinksShrinkTrafficAndKeepSitesIdentical) {
     EXPECT_LT(comp.net.bytes_, 0.6 * plain.net.bytes_) << codec_name(codec);
     // int8 chunks (256 floats -> 260 B) pack three to a DATA of chunk_bytes 1024: far fewer
     // packets too (ACKs included); bf16 (512 B) packs two.
-    if (codec == CodecId::kInt8) EXPECT_LT(comp.net.sent_, 0.5 * plain.net.sent_);
-    if (codec == CodecId::kBf16) EXPECT_LT(comp.net.sent_, 0.7 * plain.net.sent_);
+    if (codec == CodecId::kInt8) {
+      EXPECT_LT(comp.net.sent_, 0.5 * plain.net.sent_);
+    }
+    if (codec == CodecId::kBf16) {
+      EXPECT_LT(comp.net.sent_, 0.7 * plain.net.sent_);
+    }
     const auto m = comp.mean();
     double err = 0, scale = 0;
     for (int i = 0; i < n; ++i) {
@@ -205,7 +211,9 @@ TEST(SiteSync, PackedCompressedLinksSurviveLoss) {
     Cluster c(n, 3 * 40000, 3, 5 * kMilli, 0.05, seed, false, nullptr, true);
     for (int i = 0; i < n; ++i)
       for (int k = 0; k < n; ++k)
-        if (k != i) ASSERT_TRUE(c.sites[i]->set_link_codec(k, CodecId::kInt8));
+        if (k != i) {
+          ASSERT_TRUE(c.sites[i]->set_link_codec(k, CodecId::kInt8));
+        }
     for (uint32_t round = 1; round <= 2; ++round) {
       c.fill_round(round);
       ASSERT_TRUE(c.run_round(round, 30 * kSecond)) << "seed " << seed << " round " << round;
@@ -252,7 +260,9 @@ TEST(SiteSync, TopKErrorFeedbackDeliversWhatItDelays) {
   Cluster c(n, 2 * 4096, 2, 1 * kMilli, 0.0, 5, false, nullptr, true);
   for (int i = 0; i < n; ++i)
     for (int k = 0; k < n; ++k)
-      if (k != i) ASSERT_TRUE(c.sites[i]->set_link_codec(k, CodecId::kTopK, 0.1f));
+      if (k != i) {
+        ASSERT_TRUE(c.sites[i]->set_link_codec(k, CodecId::kTopK, 0.1f));
+      }
   c.fill_round(1);
   const auto m = c.mean();
   std::vector<double> sum(m.size(), 0.0);
@@ -465,10 +475,11 @@ void expect_half_and_half(const Cluster& c, int site, int missing = 2) {
   for (size_t k = 0; k < r.size(); ++k) {
     const double m3 = (double(c.local[0][k]) + c.local[1][k] + c.local[2][k]) / 3;
     const double m2 = (m3 * 3 - c.local[missing][k]) / 2;
-    if (k + 2 * cf < half)
+    if (k + 2 * cf < half) {
       ASSERT_NEAR(r[k], m3, 1e-5 * (1 + std::abs(m3))) << "site " << site << " value " << k;
-    else if (k > half + 2 * cf)
+    } else if (k > half + 2 * cf) {
       ASSERT_NEAR(r[k], m2, 1e-5 * (1 + std::abs(m2))) << "site " << site << " value " << k;
+    }
   }
 }
 
