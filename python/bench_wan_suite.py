@@ -92,10 +92,11 @@ def main():
     a.bytes = a.bytes or ((1 << 20) if a.quick else (16 << 20))
     a.rounds = a.rounds or (1 if a.quick else 3)
     a.pairs = a.pairs or (1 if a.quick else 2)
-    # Six warm-up rounds for every setting: adaptive decides within them (the workers' update
-    # lag from round 2 on, rows each second, a proposal, agreement a few rounds ahead); what a
-    # training of thousands of rounds sees is the steady state after that.
-    a.warmup = 0 if a.quick else 6
+    # Ten warm-up rounds for every setting: adaptive decides within them (the workers' update
+    # lag from round 3 on, rows each second, a proposal, agreement a few rounds ahead: in force
+    # from round 4 to 9 in the runs of its note); what a training of thousands of rounds sees is
+    # the steady state after that.
+    a.warmup = 0 if a.quick else 10
     a.sites, a.rates, a.gateway, a.rotate = 3, None, "stormgate", 0
     build = os.environ.get("SG_BUILD", os.path.join(ROOT, "build"))
     os.environ.setdefault("SG_GATEWAY_BIN", os.path.join(build, "control", "stormgate"))
