@@ -24,8 +24,9 @@
 // Hysteresis comes from the gap between the up and down tests (1 vs off_exposure, up_margin
 // vs down_margin, congested vs clear thresholds) and from hold_rounds.
 // Bounds (tested): compression turns on in the first decision that sees a congested sample
-// where e > 1, or any sample where e >= bottleneck_exposure; it turns off at most hold_rounds decisions after the first clear sample with
-// e <= off_exposure (or a clear link).
+// where e > 1, or any sample where e >= bottleneck_exposure; it turns off at most hold_rounds
+// decisions after the first clear sample with e <= off_exposure (or a clear link with
+// e < off_exposure * bottleneck_exposure).
 #pragma once
 
 #include <cstddef>
