@@ -166,6 +166,7 @@ void JobRunner::on_sample(const ltp::ArrivalSample& s) {
   m.bytes = s.bytes;
   m.at = s.arrival;
   m.rtt = s.rtt;
+  m.owd = s.owd;
   if (rte_ring_enqueue_elem(samples_, &m, sizeof m) != 0) c_.samples_dropped.add();
 }
 

@@ -12,6 +12,10 @@ inline constexpr Nanos kMicro = 1000;
 inline constexpr Nanos kMilli = 1000 * kMicro;
 inline constexpr Nanos kSecond = 1000 * kMilli;
 
+// A one-way delay measured across two clocks (arrival here minus a remote send stamp) carries
+// their offset and may be negative: this marks one not measured.
+inline constexpr Nanos kNoOwd = INT64_MIN;
+
 constexpr double seconds(Nanos t) { return static_cast<double>(t) / static_cast<double>(kSecond); }
 
 // A clock for code that must ask for the time itself (drivers around lib/).

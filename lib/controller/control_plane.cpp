@@ -240,6 +240,16 @@ Nanos ControlPlane::tick(Nanos now, uint32_t completed, std::span<const uint64_t
             if (i != j) std::fprintf(stderr, " %4.0f", v.link_bw(i, j) * 8e-6);
           std::fprintf(stderr, "\n");
         }
+        for (const topo::ShardTree& t : plan->shards) {
+          std::fprintf(stderr, "  shard root %d bytes %llu parents", t.root, static_cast<unsigned long long>(t.bytes()));
+          for (topo::SiteId p : t.parent) std::fprintf(stderr, " %d", p == topo::kNoSite ? -1 : static_cast<int>(p));
+          std::fprintf(stderr, "\n");
+        }
+        for (const topo::LinkSplit& s : plan->splits) {
+          std::fprintf(stderr, "  split %d->%d direct %u", s.from, s.to, s.direct_weight);
+          for (const topo::Relay& r : s.relays) std::fprintf(stderr, " via %d: %u", r.via, r.weight);
+          std::fprintf(stderr, "\n");
+        }
       }
       if (topo::encode(*plan, bytes) == topo::PlanError::kOk && gw_->propose(std::move(bytes), now)) {
         ctl_.on_proposed(now);

@@ -24,6 +24,13 @@ constexpr Nanos rtt_from_echo(uint64_t echo, Nanos now) {
   return rtt <= kMaxRttSample ? rtt : -1;
 }
 
+// A DATA's send stamp gives a one-way delay sample (offset by the clocks' difference) unless
+// it is zero (not stamped) or beyond int64 (the subtraction would overflow).
+constexpr Nanos owd_from_stamp(uint64_t send_ts, Nanos now) {
+  if (send_ts == 0 || send_ts > static_cast<uint64_t>(INT64_MAX) || now < 0) return kNoOwd;
+  return now - static_cast<Nanos>(send_ts);
+}
+
 // How a chunk that never arrived is filled at close (wire value: CLOSE::fill_rule).
 enum class FillRule : uint8_t {
   kZero = 0,      // zeros, contributor count 0: the mean divides by who really contributed
@@ -60,6 +67,9 @@ struct ArrivalSample {
   Nanos arrival = 0;
   Nanos rtt = -1;         // receiver-side RTT from the echoed ACK timestamp; -1 = none
   bool retransmit = false;
+  // Arrival minus the DATA's send timestamp (the sender's clock): the one-way delay plus the
+  // two clocks' offset, so only its variation means something (kNoOwd: not stamped).
+  Nanos owd = kNoOwd;
 };
 
 struct TransferSummary {

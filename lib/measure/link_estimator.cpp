@@ -16,7 +16,9 @@ Nanos min_positive(const Nanos (&v)[K]) {
 }  // namespace
 
 LinkEstimator::LinkEstimator(const EstimatorConfig& cfg)
-    : cfg_(cfg), links_(static_cast<size_t>(std::max(0, cfg.sites)) * std::max(0, cfg.sites)) {}
+    : cfg_(cfg), links_(static_cast<size_t>(std::max(0, cfg.sites)) * std::max(0, cfg.sites)) {
+  for (Link& l : links_) std::fill(std::begin(l.owd_min_round), std::end(l.owd_min_round), kNoOwd);
+}
 
 LinkEstimator::Link* LinkEstimator::link(uint16_t from, uint16_t to) {
   if (from >= cfg_.sites || to >= cfg_.sites || from == to) return nullptr;
@@ -41,6 +43,13 @@ void LinkEstimator::on_arrival(const ArrivalSample& s) {
     ++l->round_rtt_n;
     ++l->win_rtt_n;
     if (queued(*l, s.rtt)) ++l->win_rtt_queued;
+  }
+  if (s.owd != kNoOwd) {
+    Nanos& m = l->owd_min_round[l->owd_slot];
+    m = m == kNoOwd ? s.owd : std::min(m, s.owd);
+    ++l->round_owd_n;
+    ++l->win_owd_n;
+    if (owd_queued(*l, s.owd)) ++l->win_owd_queued;
   }
   if (s.inflight_bytes >= 0) {
     l->win_inflight_known = true;
@@ -73,17 +82,35 @@ void LinkEstimator::close_period(Link& l) {
   l.period_bytes = 0;
 }
 
-bool LinkEstimator::queued(const Link& l, Nanos rtt) const {
+Nanos LinkEstimator::base_rtt(const Link& l) const {
   Nanos base = min_positive(l.rtt_min_round);
   if (l.prior_rtt > 0 && (base <= 0 || l.prior_rtt < base)) base = l.prior_rtt;
-  if (base <= 0) return false;
-  const Nanos queue = std::max(cfg_.queue_delay_min, static_cast<Nanos>(cfg_.queue_delay_frac * static_cast<double>(base)));
-  return rtt > base + queue;
+  return base;
+}
+
+Nanos LinkEstimator::queue_allowance(Nanos base) const {
+  return std::max(cfg_.queue_delay_min, static_cast<Nanos>(cfg_.queue_delay_frac * static_cast<double>(std::max<Nanos>(base, 0))));
+}
+
+bool LinkEstimator::queued(const Link& l, Nanos rtt) const {
+  const Nanos base = base_rtt(l);
+  return base > 0 && rtt > base + queue_allowance(base);
+}
+
+bool LinkEstimator::owd_queued(const Link& l, Nanos owd) const {
+  Nanos floor = kNoOwd;
+  for (Nanos m : l.owd_min_round)
+    if (m != kNoOwd && (floor == kNoOwd || m < floor)) floor = m;
+  // The sample itself is in the minimum, so there is always a floor; its distance from the
+  // floor is queueing (the clocks' offset is in both).
+  return owd - floor > queue_allowance(base_rtt(l));
 }
 
 bool LinkEstimator::window_app_limited(const Link& l) const {
   if (l.win_app_limited) return true;
-  if (l.win_inflight_known || l.win_rtt_n == 0) return false;
+  if (l.win_inflight_known) return false;
+  if (l.win_owd_n > 0) return 2 * l.win_owd_queued < l.win_owd_n;
+  if (l.win_rtt_n == 0) return false;
   return 2 * l.win_rtt_queued < l.win_rtt_n;
 }
 
@@ -96,6 +123,7 @@ void LinkEstimator::close_window(Link& l, Nanos now) {
   l.win_app_limited = false;
   l.win_inflight_known = false;
   l.win_rtt_n = l.win_rtt_queued = 0;
+  l.win_owd_n = l.win_owd_queued = 0;
 }
 
 void LinkEstimator::fold(Link& l, double rate, bool app_limited, Nanos now) {
@@ -185,6 +213,11 @@ void LinkEstimator::end_round(Nanos now) {
     }
     l.round_rtt_sum = 0;
     l.round_rtt_n = 0;
+    if (l.round_owd_n > 0) {
+      l.owd_slot = (l.owd_slot + 1) % kRttRounds;
+      l.owd_min_round[l.owd_slot] = kNoOwd;
+    }
+    l.round_owd_n = 0;
     if (l.round_sent > 0) {
       const double r = static_cast<double>(l.round_lost) / static_cast<double>(l.round_sent);
       l.loss += cfg_.ewma_alpha * (r - l.loss);

@@ -14,12 +14,17 @@
 // the sender offered -- a streaming sender forwards chunks as fast as they come from upstream
 // -- not what the link can carry. A window is app-limited when
 //   - a sample reported less in flight than half the estimate times the minimum RTT, or
-//   - no sample reported in-flight data and most of the window's RTT samples found no queue:
-//     within queue_delay of the link's base RTT (the smaller of the minimum over the last
-//     kRttRounds rounds and the prior's RTT), queue_delay = max(queue_delay_min,
-//     queue_delay_frac * base). A link that limits its traffic keeps a queue most of the time
-//     (a paced sender probing for more builds one every cycle); a link with spare capacity
-//     lets most packets through at once.
+//   - no sample reported in-flight data and most of the window's delay samples found no queue:
+//     one-way delays (arrival minus the DATA's send stamp) within queue_delay of their minimum
+//     over the last kRttRounds rounds, or, for samples without a stamp, RTTs within queue_delay
+//     of the link's base RTT (the smaller of the minimum over the last kRttRounds rounds and
+//     the prior's RTT); queue_delay = max(queue_delay_min, queue_delay_frac * base RTT). A link
+//     that limits its traffic keeps a queue most of the time (a paced sender probing for more
+//     builds one every cycle); a link with spare capacity lets most packets through at once.
+//     The one-way delay is preferred: an RTT also carries the queue of the reverse link (the
+//     ACKs share it with that link's data), so a lightly used link whose reverse is busy would
+//     look queued, and the little it carries would be taken for its capacity. The clocks'
+//     offset cancels in the difference to the minimum.
 // Windows with neither signal count as link-limited. A prior is the estimate until traffic
 // says otherwise: app-limited traffic below it is ignored, and replacing it takes a confirmed
 // step like any other change (so a planner sees it as one). An estimate below the prior that
@@ -49,6 +54,7 @@ struct ArrivalSample {
   Nanos at = 0;
   int64_t inflight_bytes = -1;  // sender's bytes in flight on this link when sent; -1 unknown
   Nanos rtt = -1;               // an RTT sample (e.g. from an ACK); -1 none
+  Nanos owd = kNoOwd;           // arrival minus the sender's send stamp (clock offset included)
 };
 
 struct EstimatorConfig {
@@ -117,6 +123,7 @@ class LinkEstimator {
     bool win_app_limited = false;  // a sample reported little in flight
     bool win_inflight_known = false;
     uint32_t win_rtt_n = 0, win_rtt_queued = 0;  // RTT samples, and those behind a queue
+    uint32_t win_owd_n = 0, win_owd_queued = 0;  // one-way delay samples, and those behind a queue
     // Estimate and change detection.
     double est = 0;
     Nanos est_at = -1;
@@ -141,13 +148,20 @@ class LinkEstimator {
     double rtt_short = 0, rtt_long = 0;
     uint64_t round_sent = 0, round_lost = 0;
     double loss = 0;
+    // One-way delay: minimum over the last kRttRounds rounds (kNoOwd: none in that round).
+    Nanos owd_min_round[kRttRounds];  // filled with kNoOwd by the constructor
+    int owd_slot = 0;
+    uint32_t round_owd_n = 0;
   };
 
   Link* link(uint16_t from, uint16_t to);
   const Link* link(uint16_t from, uint16_t to) const;
   void close_period(Link& l);
   void close_window(Link& l, Nanos now);
+  Nanos base_rtt(const Link& l) const;
+  Nanos queue_allowance(Nanos base_rtt) const;
   bool queued(const Link& l, Nanos rtt) const;
+  bool owd_queued(const Link& l, Nanos owd) const;
   bool window_app_limited(const Link& l) const;
   void fold(Link& l, double rate, bool app_limited, Nanos now);
 

@@ -43,6 +43,7 @@ void GatewaySite::on_sample(const ltp::ArrivalSample& s) {
   m.bytes = s.bytes;
   m.at = s.arrival;
   m.rtt = s.rtt;
+  m.owd = s.owd;
   plane_.estimator().on_arrival(m);
 }
 

@@ -22,13 +22,14 @@ class Trace {
   double jitter = 0;
   int64_t inflight = -1;
   Nanos rtt = -1;
+  Nanos owd = kNoOwd;
   void round(double bps, uint64_t burst_bytes, int bursts = 1, Nanos gap_between = 0) {
     Nanos t = start_;
     for (int b = 0; b < bursts; ++b) {
       for (uint64_t sent = 0; sent < burst_bytes / bursts; sent += kPkt) {
         const double dt = kPkt / bps * 1e9;
         t += static_cast<Nanos>(dt * (1 + jitter * (2 * rng_.uniform() - 1)));
-        est_.on_arrival({0, 1, kPkt, t, inflight, rtt});
+        est_.on_arrival({0, 1, kPkt, t, inflight, rtt, owd});
       }
       t += gap_between;
     }
@@ -160,6 +161,27 @@ TEST(LinkEstimator, AppLimitedByTheQueueTestNeverLowerTheEstimate) {
   for (int r = 0; r < 2; ++r) tr.round(30e6, 6'000'000);
   s = est.summary(0, 1, tr.now());
   EXPECT_EQ(s.changes, changes + 1);
+  EXPECT_LT(rel_err(s.bytes_per_s, 30e6), 0.10) << s.bytes_per_s;
+}
+
+// An RTT carries the reverse link's queue too (the ACKs wait behind that link's data): with
+// one-way delays (arrival minus the sender's stamp, here on a clock 3 s behind ours) only the
+// link's own queue counts, so a lightly used link whose reverse is busy keeps its capacity.
+TEST(LinkEstimator, OneWayDelayJudgesTheQueueWhenTheReverseLinkIsBusy) {
+  LinkEstimator est(cfg());
+  est.set_prior(0, 1, 100e6, 40 * kMilli);
+  Trace tr(est, 10);
+  tr.rtt = 70 * kMilli;                   // 30 ms of queue, all of it on the reverse link
+  tr.owd = 3 * kSecond + 20 * kMilli;     // the forward delay never grows
+  for (int r = 0; r < 6; ++r) tr.round(30e6, 6'000'000);
+  LinkSummary s = est.summary(0, 1, tr.now());
+  EXPECT_LT(rel_err(s.bytes_per_s, 100e6), 0.10) << s.bytes_per_s;
+  EXPECT_EQ(s.changes, 0u);
+  EXPECT_GE(s.app_limited, 6u);
+  tr.owd += 30 * kMilli;  // now the forward link holds a queue at 30 MB/s: its capacity fell
+  for (int r = 0; r < 2; ++r) tr.round(30e6, 6'000'000);
+  s = est.summary(0, 1, tr.now());
+  EXPECT_EQ(s.changes, 1u);
   EXPECT_LT(rel_err(s.bytes_per_s, 30e6), 0.10) << s.bytes_per_s;
 }
 
