@@ -27,7 +27,9 @@ TEST(ProbeScheduler, OnlyIdleLinksWithinTheBudget) {
       ASSERT_NE(o.to, 0) << "never itself";
       ASSERT_NE(o.to, 1) << "a busy link needs no probe";
       EXPECT_EQ(o.packets, 10);
-      if (last[o.to] >= 0) EXPECT_GE(t - last[o.to], s.min_period);
+      if (last[o.to] >= 0) {
+        EXPECT_GE(t - last[o.to], s.min_period);
+      }
       last[o.to] = t;
       ++trains[o.to];
     }
