@@ -4,21 +4,8 @@
 #include <cmath>
 
 namespace sg::measure {
-namespace {
-
-template <size_t K>
-Nanos min_positive(const Nanos (&v)[K]) {
-  Nanos m = -1;
-  for (Nanos x : v)
-    if (x > 0 && (m < 0 || x < m)) m = x;
-  return m;
-}
-}  // namespace
-
 LinkEstimator::LinkEstimator(const EstimatorConfig& cfg)
-    : cfg_(cfg), links_(static_cast<size_t>(std::max(0, cfg.sites)) * std::max(0, cfg.sites)) {
-  for (Link& l : links_) std::fill(std::begin(l.owd_min_round), std::end(l.owd_min_round), kNoOwd);
-}
+    : cfg_(cfg), links_(static_cast<size_t>(std::max(0, cfg.sites)) * std::max(0, cfg.sites)) {}
 
 LinkEstimator::Link* LinkEstimator::link(uint16_t from, uint16_t to) {
   if (from >= cfg_.sites || to >= cfg_.sites || from == to) return nullptr;
@@ -37,24 +24,21 @@ void LinkEstimator::on_arrival(const ArrivalSample& s) {
   }
   if (s.rtt > 0) {
     l->srtt = l->srtt < 0 ? s.rtt : l->srtt + (s.rtt - l->srtt) / 8;
-    Nanos& m = l->rtt_min_round[l->rtt_slot];
-    m = m == 0 ? s.rtt : std::min(m, s.rtt);
+    l->rtt_min.add(s.rtt);
     l->round_rtt_sum += static_cast<double>(s.rtt);
     ++l->round_rtt_n;
     ++l->win_rtt_n;
     if (queued(*l, s.rtt)) ++l->win_rtt_queued;
   }
   if (s.owd != kNoOwd) {
-    Nanos& m = l->owd_min_round[l->owd_slot];
-    m = m == kNoOwd ? s.owd : std::min(m, s.owd);
-    ++l->round_owd_n;
+    l->owd_min.add(s.owd);
     ++l->win_owd_n;
     if (owd_queued(*l, s.owd)) ++l->win_owd_queued;
   }
   if (s.inflight_bytes >= 0) {
     l->win_inflight_known = true;
     const double ref = l->est > 0 ? l->est : l->prior;
-    const Nanos mrtt = min_positive(l->rtt_min_round);
+    const Nanos mrtt = l->rtt_min.min_or(-1);
     if (ref > 0 && mrtt > 0 && static_cast<double>(s.inflight_bytes) < 0.5 * ref * seconds(mrtt)) l->win_app_limited = true;
   }
   if (l->period_start < 0 || s.at - l->last_at > cfg_.idle_gap) {
@@ -83,7 +67,7 @@ void LinkEstimator::close_period(Link& l) {
 }
 
 Nanos LinkEstimator::base_rtt(const Link& l) const {
-  Nanos base = min_positive(l.rtt_min_round);
+  Nanos base = l.rtt_min.min_or(-1);
   if (l.prior_rtt > 0 && (base <= 0 || l.prior_rtt < base)) base = l.prior_rtt;
   return base;
 }
@@ -98,12 +82,9 @@ bool LinkEstimator::queued(const Link& l, Nanos rtt) const {
 }
 
 bool LinkEstimator::owd_queued(const Link& l, Nanos owd) const {
-  Nanos floor = kNoOwd;
-  for (Nanos m : l.owd_min_round)
-    if (m != kNoOwd && (floor == kNoOwd || m < floor)) floor = m;
   // The sample itself is in the minimum, so there is always a floor; its distance from the
   // floor is queueing (the clocks' offset is in both).
-  return owd - floor > queue_allowance(base_rtt(l));
+  return owd - l.owd_min.min_or(owd) > queue_allowance(base_rtt(l));
 }
 
 bool LinkEstimator::window_app_limited(const Link& l) const {
@@ -208,16 +189,11 @@ void LinkEstimator::end_round(Nanos now) {
       const double mean = l.round_rtt_sum / l.round_rtt_n;
       l.rtt_short = l.rtt_short <= 0 ? mean : 0.5 * l.rtt_short + 0.5 * mean;
       l.rtt_long = l.rtt_long <= 0 ? mean : 0.9 * l.rtt_long + 0.1 * mean;
-      l.rtt_slot = (l.rtt_slot + 1) % kRttRounds;
-      l.rtt_min_round[l.rtt_slot] = 0;
     }
+    l.rtt_min.roll();
     l.round_rtt_sum = 0;
     l.round_rtt_n = 0;
-    if (l.round_owd_n > 0) {
-      l.owd_slot = (l.owd_slot + 1) % kRttRounds;
-      l.owd_min_round[l.owd_slot] = kNoOwd;
-    }
-    l.round_owd_n = 0;
+    l.owd_min.roll();
     if (l.round_sent > 0) {
       const double r = static_cast<double>(l.round_lost) / static_cast<double>(l.round_sent);
       l.loss += cfg_.ewma_alpha * (r - l.loss);
@@ -254,7 +230,7 @@ LinkSummary LinkEstimator::summary(uint16_t from, uint16_t to, Nanos now) const 
   s.app_limited = l->app_windows;
   s.changes = l->changes;
   s.last_change_at = l->change_at;
-  s.rtt_min = min_positive(l->rtt_min_round);
+  s.rtt_min = l->rtt_min.min_or(-1);
   s.rtt_smoothed = l->srtt;
   s.rtt_trend = l->rtt_long > 0 ? l->rtt_short / l->rtt_long : 1.0;
   s.loss_rate = l->loss;

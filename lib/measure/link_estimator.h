@@ -40,7 +40,9 @@
 // EWMA (a 15% step is 90% absorbed after 8 windows at alpha 0.25).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include "common/clock.h"
@@ -114,6 +116,35 @@ class LinkEstimator {
   int sites() const { return cfg_.sites; }
 
  private:
+  // The minimum of a delay over the last kRttRounds rounds that had samples (a round without
+  // any keeps the older ones).
+  class RoundMin {
+   public:
+    RoundMin() { std::fill(std::begin(v_), std::end(v_), kNoOwd); }
+    void add(Nanos x) {
+      Nanos& m = v_[slot_];
+      m = m == kNoOwd ? x : std::min(m, x);
+      seen_ = true;
+    }
+    void roll() {
+      if (!seen_) return;
+      slot_ = (slot_ + 1) % kRttRounds;
+      v_[slot_] = kNoOwd;
+      seen_ = false;
+    }
+    Nanos min_or(Nanos none) const {
+      Nanos m = kNoOwd;
+      for (Nanos x : v_)
+        if (x != kNoOwd && (m == kNoOwd || x < m)) m = x;
+      return m == kNoOwd ? none : m;
+    }
+
+   private:
+    Nanos v_[kRttRounds];
+    int slot_ = 0;
+    bool seen_ = false;
+  };
+
   struct Link {
     // Current busy period and window.
     Nanos period_start = -1, last_at = -1;
@@ -140,18 +171,14 @@ class LinkEstimator {
     double prior = 0;
     Nanos prior_rtt = -1;
     // RTT and loss.
-    Nanos rtt_min_round[kRttRounds] = {};
-    int rtt_slot = 0;
+    RoundMin rtt_min;
     Nanos srtt = -1;
     double round_rtt_sum = 0;
     uint32_t round_rtt_n = 0;
     double rtt_short = 0, rtt_long = 0;
     uint64_t round_sent = 0, round_lost = 0;
     double loss = 0;
-    // One-way delay: minimum over the last kRttRounds rounds (kNoOwd: none in that round).
-    Nanos owd_min_round[kRttRounds];  // filled with kNoOwd by the constructor
-    int owd_slot = 0;
-    uint32_t round_owd_n = 0;
+    RoundMin owd_min;  // one-way delays (the clocks' offset included)
   };
 
   Link* link(uint16_t from, uint16_t to);
