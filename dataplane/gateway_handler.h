@@ -190,8 +190,9 @@ class GatewayHandler final : public PacketHandler {
   int peer_index_of_node(uint16_t node) const;
   // Passes m to `ring` (its hash.usr = port_index); counts and frees it if the ring is full.
   bool hand_over_st(rte_ring* ring, uint16_t port_index, rte_mbuf* m);
-  // relay.cpp: relayed DATA for another site. Takes the mbuf.
-  void relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst);
+  // relay.cpp: relayed DATA for another site. Takes the mbuf. `sampler`: the job's runner on
+  // this engine, which samples the hop it came over (null: none attached).
+  void relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst, JobRunner* sampler);
 
   const config::GatewayConfig& cfg_;
   const std::vector<Port>& ports_;

@@ -7,6 +7,7 @@
 
 #include "controller/controller.h"
 #include "dataplane/path_id.h"
+#include "sync/hop_sample.h"
 #include "topology/baselines.h"
 #include "wire/ltp_codec.h"
 #include "topology/fapt.h"
@@ -154,19 +155,26 @@ void JobRunner::check_result(uint64_t& checked, uint64_t& exact) const {
 }
 
 void JobRunner::on_sample(const ltp::ArrivalSample& s) {
-  // Relayed DATA measured the relay's link to us, not the sender's: it would skew that link.
-  if (!samples_ || pathid::is_relayed(s.path_id)) return;
-  int from = -1;
+  if (!samples_) return;
+  const bool relayed = pathid::is_relayed(s.path_id);
+  const int hop = site_index(relayed ? relay_hop_ : s.src_node);
+  if (hop < 0) return;
+  push_sample(sync::arrival_hop_sample(s, static_cast<uint16_t>(hop), static_cast<uint16_t>(self_), relayed));
+}
+
+void JobRunner::on_relay_st(uint16_t origin, uint32_t bytes, uint64_t send_ts, Nanos now) {
+  const int from = site_index(origin);
+  if (!samples_ || from < 0) return;
+  push_sample(sync::relay_hop_sample(static_cast<uint16_t>(from), static_cast<uint16_t>(self_), bytes, send_ts, now));
+}
+
+int JobRunner::site_index(uint16_t node) const {
   for (size_t i = 0; i < sites_.size(); ++i)
-    if (sites_[i] == s.src_node) from = static_cast<int>(i);
-  if (from < 0) return;
-  measure::ArrivalSample m;
-  m.from = static_cast<uint16_t>(from);
-  m.to = static_cast<uint16_t>(self_);
-  m.bytes = s.bytes;
-  m.at = s.arrival;
-  m.rtt = s.rtt;
-  m.owd = s.owd;
+    if (sites_[i] == node) return static_cast<int>(i);
+  return -1;
+}
+
+void JobRunner::push_sample(measure::ArrivalSample m) {
   if (rte_ring_enqueue_elem(samples_, &m, sizeof m) != 0) c_.samples_dropped.add();
 }
 
@@ -230,8 +238,9 @@ void JobRunner::release_st() {
   group_.reset();
 }
 
-void JobRunner::on_packet_st(std::span<const uint8_t> msg, Nanos now) {
+void JobRunner::on_packet_st(std::span<const uint8_t> msg, Nanos now, uint16_t relay_hop) {
   now_ = now;
+  relay_hop_ = relay_hop;
   auto common = wire::parse_common(msg);
   if (group_ && common && common->src_node >= sync::kWorkerNodeBase) {
     group_->on_packet(msg, now, tx_);

@@ -122,7 +122,10 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   void release_st();
   uint32_t round() const { return round_; }
 
-  void on_packet_st(std::span<const uint8_t> msg, Nanos now);
+  // `relay_hop`: for DATA that came through a relay site, that site's id (0: direct).
+  void on_packet_st(std::span<const uint8_t> msg, Nanos now, uint16_t relay_hop = 0);
+  // DATA of this job this site relays on for another (relay.cpp): a sample of origin -> us.
+  void on_relay_st(uint16_t origin, uint32_t bytes, uint64_t send_ts, Nanos now);
   // Begins rounds, runs timers, exchanges engine messages. Returns work done.
   unsigned poll_st(Nanos now);
   bool finished() const { return finished_.load(std::memory_order_acquire); }
@@ -136,6 +139,8 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
 
  private:
   void fill_local(uint32_t round);
+  int site_index(uint16_t node) const;  // in the job's sites; -1: none
+  void push_sample(measure::ArrivalSample m);  // by value: the ring's API takes a non-const pointer
   void check_result(uint64_t& checked, uint64_t& exact) const;
   bool owns(size_t first, size_t count, uint32_t engine) const;
   void on_sample(const ltp::ArrivalSample& s) override;
@@ -184,6 +189,7 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   uint32_t rounds_limit() const { return live_rounds_.load(std::memory_order_relaxed); }
   PolicySlot* slot_ = nullptr;
   rte_ring* samples_ = nullptr;
+  uint16_t relay_hop_ = 0;  // the packet on_packet_st is handling came through this site
   bool online_ = false;
   const std::atomic<uint32_t>* approved_ = nullptr;
   const std::atomic<uint32_t>* rejoin_ = nullptr;

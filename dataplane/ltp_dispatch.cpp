@@ -159,7 +159,8 @@ void GatewayHandler::deliver_st(EngineIo& io, uint16_t port_index, const LtpIn& 
   js->tx->bind_st(&io);
   const Nanos now = now_ns(now_tsc);
   if (in.common.type == wire::MsgType::kAck) js->tx->on_ack_st(in.msg, now);
-  js->runner->on_packet_st(in.msg, now);
+  const uint16_t relay_hop = in.relayed_to_us ? cfg_.peers[static_cast<size_t>(in.prev_hop)].id : 0;
+  js->runner->on_packet_st(in.msg, now, relay_hop);
 }
 
 unsigned GatewayHandler::owner_of(const wire::CommonInfo& common, std::span<const uint8_t> msg) const {

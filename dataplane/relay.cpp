@@ -1,18 +1,20 @@
 // Relayed DATA for another site (NetStorm multipath): the LTP bytes stay where they are in
 // the mbuf (opened by auth.cpp, re-sealed here toward the destination: seals are per hop),
 // new Ethernet/IPv4/UDP headers replace the old ones in front of them, and the frame leaves
-// on our direct route to the destination. No job state is touched; any engine may
-// relay. Only whole, valid DATA of our job from another job site is relayed, and only once (a
+// on our direct route to the destination. No job state is touched but the estimator's sample
+// of the hop it came over (sync/hop_sample.h). Only whole, valid DATA of our job from another job site is relayed, and only once (a
 // relay sends on a direct route, so a frame crosses at most one relay).
+#include <rte_cycles.h>
 #include <rte_mbuf.h>
 
 #include "crypto/peer_sessions.h"
 #include "dataplane/frame_build.h"
 #include "dataplane/gateway_handler.h"
+#include "dataplane/job_runner.h"
 
 namespace sg::dp {
 
-void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst) {
+void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst, JobRunner* sampler) {
   std::span<const uint8_t> msg(rte_pktmbuf_mtod(m, const uint8_t*) + off, len);
   auto refuse = [&](Counter& why, Drop drop) {
     why.add();
@@ -23,6 +25,8 @@ void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len,
   if (!d || !our_job(d->f.job) || d->f.src_node == dst || d->f.src_node == cfg_.site.id ||
       peer_index_of_node(d->f.src_node) < 0)
     return refuse(ltp_.relay_refused, Drop::kLtpRefused);
+  // The first hop (origin -> us) carried it: the job's estimator counts it on that link.
+  if (sampler) sampler->on_relay_st(d->f.src_node, static_cast<uint32_t>(len), d->f.send_ts, now_ns(rte_rdtsc()));
   const PeerRoute* r = first_direct_route(routes_, dst);
   rte_ether_addr nh;
   if (!r || !nbrs_.lookup(r->nh_slot, nh)) return refuse(ltp_.relay_no_route, Drop::kNoRoute);

@@ -22,7 +22,8 @@ void LinkEstimator::on_arrival(const ArrivalSample& s) {
     ++dropped_;
     return;
   }
-  if (s.rtt > 0) {
+  if (s.relayed) ++l->win_relayed_n;
+  if (s.rtt > 0 && !s.relayed) {
     l->srtt = l->srtt < 0 ? s.rtt : l->srtt + (s.rtt - l->srtt) / 8;
     l->rtt_min.add(s.rtt);
     l->round_rtt_sum += static_cast<double>(s.rtt);
@@ -30,12 +31,12 @@ void LinkEstimator::on_arrival(const ArrivalSample& s) {
     ++l->win_rtt_n;
     if (queued(*l, s.rtt)) ++l->win_rtt_queued;
   }
-  if (s.owd != kNoOwd) {
+  if (s.owd != kNoOwd && !s.relayed) {
     l->owd_min.add(s.owd);
     ++l->win_owd_n;
     if (owd_queued(*l, s.owd)) ++l->win_owd_queued;
   }
-  if (s.inflight_bytes >= 0) {
+  if (s.inflight_bytes >= 0 && !s.relayed) {
     l->win_inflight_known = true;
     const double ref = l->est > 0 ? l->est : l->prior;
     const Nanos mrtt = l->rtt_min.min_or(-1);
@@ -91,7 +92,7 @@ bool LinkEstimator::window_app_limited(const Link& l) const {
   if (l.win_app_limited) return true;
   if (l.win_inflight_known) return false;
   if (l.win_owd_n > 0) return 2 * l.win_owd_queued < l.win_owd_n;
-  if (l.win_rtt_n == 0) return false;
+  if (l.win_rtt_n == 0) return l.win_relayed_n > 0;  // relayed bytes alone: what the relay was given
   return 2 * l.win_rtt_queued < l.win_rtt_n;
 }
 
@@ -105,6 +106,7 @@ void LinkEstimator::close_window(Link& l, Nanos now) {
   l.win_inflight_known = false;
   l.win_rtt_n = l.win_rtt_queued = 0;
   l.win_owd_n = l.win_owd_queued = 0;
+  l.win_relayed_n = 0;
 }
 
 void LinkEstimator::fold(Link& l, double rate, bool app_limited, Nanos now) {

@@ -1,8 +1,10 @@
 // Passive per-link throughput estimation from the DATA traffic itself (NetStorm's passive
 // awareness), plus the RTT trend and loss the compression policy needs.
 //
-// Feeding: every DATA arrival (and every arrival of a relayed chunk on each relay hop) is one
-// ArrivalSample for the directed link it crossed. Optional packet-pair probes cover links
+// Feeding: every DATA arrival is one ArrivalSample for the directed link it crossed last; a
+// relayed chunk is one at the relay (origin -> relay, delays and all) and one at its
+// destination (relay -> destination, bytes only: its delays span both links). A link that
+// carries relayed traffic beside its own would otherwise look as slow as its own share. Optional packet-pair probes cover links
 // that carry nothing; a configured prior covers links never measured.
 //
 // Rate samples ("windows"): arrivals of a link form busy periods; a gap longer than
@@ -57,6 +59,9 @@ struct ArrivalSample {
   int64_t inflight_bytes = -1;  // sender's bytes in flight on this link when sent; -1 unknown
   Nanos rtt = -1;               // an RTT sample (e.g. from an ACK); -1 none
   Nanos owd = kNoOwd;           // arrival minus the sender's send stamp (clock offset included)
+  // The last hop of a relayed copy: bytes only (no delay sample). A window of nothing else is
+  // app-limited -- the relay forwards what the first hop brings.
+  bool relayed = false;
 };
 
 struct EstimatorConfig {
@@ -155,6 +160,7 @@ class LinkEstimator {
     bool win_inflight_known = false;
     uint32_t win_rtt_n = 0, win_rtt_queued = 0;  // RTT samples, and those behind a queue
     uint32_t win_owd_n = 0, win_owd_queued = 0;  // one-way delay samples, and those behind a queue
+    uint32_t win_relayed_n = 0;                  // relayed last-hop samples (bytes only)
     // Estimate and change detection.
     double est = 0;
     Nanos est_at = -1;

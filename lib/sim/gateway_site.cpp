@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sync/hop_sample.h"
 #include "wire/ltp_codec.h"
 
 namespace sg::sim {
@@ -33,18 +34,22 @@ void GatewaySite::CountingSink::send(const ltp::TxMeta& meta, std::span<const ui
 }
 
 void GatewaySite::on_sample(const ltp::ArrivalSample& s) {
-  // As the gateway: relayed DATA measured the relay's link to us, not the sender's.
-  if (s.path_id & wire::kPathRelayed) return;
-  const int from = index_of(s.src_node);
+  const bool relayed = (s.path_id & wire::kPathRelayed) != 0;
+  const int hop = index_of(relayed ? relay_hop_ : s.src_node);
+  if (hop < 0) return;
+  plane_.estimator().on_arrival(sync::arrival_hop_sample(
+      s, static_cast<uint16_t>(hop), static_cast<uint16_t>(cfg_.control.controller.self), relayed));
+}
+
+void GatewaySite::on_relay(std::span<const uint8_t> msg, Nanos now) {
+  // As the gateway's relay.cpp: the first hop (origin -> us) carried it.
+  const auto d = wire::parse_data(msg);
+  if (!d) return;
+  const int from = index_of(d->f.src_node);
   if (from < 0) return;
-  measure::ArrivalSample m;
-  m.from = static_cast<uint16_t>(from);
-  m.to = static_cast<uint16_t>(cfg_.control.controller.self);
-  m.bytes = s.bytes;
-  m.at = s.arrival;
-  m.rtt = s.rtt;
-  m.owd = s.owd;
-  plane_.estimator().on_arrival(m);
+  plane_.estimator().on_arrival(sync::relay_hop_sample(static_cast<uint16_t>(from),
+                                                       static_cast<uint16_t>(cfg_.control.controller.self),
+                                                       static_cast<uint32_t>(msg.size()), d->f.send_ts, now));
 }
 
 void GatewaySite::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSink& tx) {

@@ -31,6 +31,8 @@ class GatewaySite final : public Participant, private sync::SampleSink {
 
   void on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSink& tx) override;
   Nanos poll(Nanos now, ltp::PacketSink& tx) override;
+  void on_relay(std::span<const uint8_t> msg, Nanos now) override;
+  void set_relay_hop(uint16_t node) override { relay_hop_ = node; }
   // Accepted at once; SiteSync begins the round when the policy protocol approves it.
   bool begin_round(uint32_t round, std::span<const float> local, Nanos now, ltp::PacketSink& tx) override;
   bool round_done() const override { return started_ && sync_.round_done(); }
@@ -59,6 +61,7 @@ class GatewaySite final : public Participant, private sync::SampleSink {
   void on_sample(const ltp::ArrivalSample& s) override;
   void try_begin(Nanos now, ltp::PacketSink& tx);
   int index_of(uint16_t node) const;
+  uint16_t relay_hop_ = 0;  // the packet on_packet is handling came through this site
 
   GatewaySiteConfig cfg_;
   sync::SiteSync sync_;

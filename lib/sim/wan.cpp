@@ -44,6 +44,7 @@ Wan::Wan(const WanSpec& spec, uint32_t max_msg_bytes, uint32_t payload_scale)
   }
   eps_.assign(n_, nullptr);
   node_to_site_.assign(65536, -1);
+  site_node_.assign(eps_.size(), 0);
   wake_at_.assign(n_, INT64_MAX);
   split_of_.assign(static_cast<size_t>(n_) * n_, -1);
   codec_factor_.assign(static_cast<size_t>(n_) * n_, 1.0);
@@ -57,6 +58,7 @@ Wan::~Wan() = default;
 void Wan::attach(int site, uint16_t node, Endpoint* ep) {
   eps_[site] = ep;
   node_to_site_[node] = site;
+  site_node_[site] = node;
 }
 
 ltp::PacketSink& Wan::port(int site) { return *ports_[site]; }
@@ -216,6 +218,7 @@ void Wan::deliver(uint32_t id, int at) {
   Packet& p = pkts_[id];
   if (p.dst != at) {  // a relay: store and forward, no aggregation
     ++stats_.relayed;
+    if (eps_[at]) eps_[at]->on_relay({slot(id), p.len}, now_);
     route(id, at, p.dst, now_);
     return;
   }
@@ -226,6 +229,7 @@ void Wan::deliver(uint32_t id, int at) {
     return;
   }
   ++stats_.delivered;
+  ep->set_relay_hop(p.prev != p.src ? site_node_[p.prev] : 0);
   ep->on_packet({slot(id), p.len}, now_, *ports_[at]);
   free_packet(id);
   // Poll soon rather than at once: packets arriving within poll_coalesce share one poll

@@ -55,6 +55,10 @@ class Endpoint {
   virtual ~Endpoint() = default;
   virtual void on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSink& tx) = 0;
   virtual Nanos poll(Nanos now, ltp::PacketSink& tx) = 0;
+  // A packet this site stores and forwards for another (a relay hop), as the gateway's
+  // relay.cpp sees it; and, before on_packet, the node a relayed packet came from last.
+  virtual void on_relay(std::span<const uint8_t> /*msg*/, Nanos /*now*/) {}
+  virtual void set_relay_hop(uint16_t /*node*/) {}
 };
 
 struct WanStats {
@@ -163,6 +167,7 @@ class Wan {
   std::vector<std::unique_ptr<Port>> ports_;
   std::vector<Endpoint*> eps_;
   std::vector<int> node_to_site_;  // by node id (65536)
+  std::vector<uint16_t> site_node_;  // by site
   std::vector<Nanos> wake_at_;
   std::vector<int> split_of_;      // per link: index into splits_ or -1
   std::vector<Split> splits_;

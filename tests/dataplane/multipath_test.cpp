@@ -26,6 +26,7 @@
 #include "dataplane/ports.h"
 #include "dataplane/spray.h"
 #include "eal_env.h"
+#include "measure/link_estimator.h"
 
 namespace sg::dp {
 namespace {
@@ -378,7 +379,48 @@ TEST(Multipath, RelayedPlanGivesExactMeansAndTheRelayOnlyForwards) {
   // Every link sends 2 of 3 chunks direct and 1 through the third site.
   Testbed tb("r", 3, 256 * 1024, 1, /*relay=*/true, 1, 2, 1);
   tb.set_mode(SprayMode::kWeighted);
+  // The estimator's samples, as the control thread would take them.
+  rte_ring* samples[kSites];
+  for (int i = 0; i < kSites; ++i) {
+    samples[i] = rte_ring_create_elem(("ms" + std::to_string(i)).c_str(), sizeof(measure::ArrivalSample), 16384,
+                                      SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    ASSERT_NE(samples[i], nullptr);
+    tb.sites[i].job->attach_control(nullptr, samples[i]);
+  }
   ASSERT_TRUE(tb.run(std::chrono::seconds(90)));
+  // Each hop a relayed copy crossed is sampled on that link: origin -> relay at the relay
+  // (with its one-way delay), relay -> destination at the destination (bytes only).
+  for (int i = 0; i < kSites; ++i) {
+    uint64_t first_hop[kSites] = {}, last_hop[kSites] = {}, direct[kSites] = {}, other = 0;
+    measure::ArrivalSample m;
+    while (rte_ring_dequeue_elem(samples[i], &m, sizeof m) == 0) {
+      if (m.to != i || m.from >= kSites || m.from == i) {
+        ++other;
+      } else if (m.relayed) {
+        ++last_hop[m.from];
+        EXPECT_EQ(m.owd, kNoOwd);
+        EXPECT_LT(m.rtt, 0);
+      } else if (m.rtt < 0 && m.owd != kNoOwd) {
+        ++first_hop[m.from];  // the relay's own samples, and direct DATA that echoed no ACK
+      } else {
+        ++direct[m.from];
+      }
+    }
+    EXPECT_EQ(other, 0u);
+    const auto& ltp = tb.sites[i].handler->ltp();
+    uint64_t firsts = 0, lasts = 0;
+    for (int j = 0; j < kSites; ++j) {
+      firsts += first_hop[j];
+      lasts += last_hop[j];
+      if (j != i) EXPECT_GT(direct[j] + first_hop[j], 0u) << "site " << i << " from " << j;
+    }
+    EXPECT_GE(firsts, ltp.relay_forwarded.get()) << "site " << i;  // plus direct DATA without an echo
+    // Every relayed arrival the receiver took (not those for a transfer already closed).
+    EXPECT_LE(lasts, ltp.relayed_rx.get()) << "site " << i;
+    EXPECT_GE(lasts * 10, ltp.relayed_rx.get() * 9) << "site " << i;
+    EXPECT_GT(lasts, 50u);
+    rte_ring_free(samples[i]);
+  }
   for (auto& s : tb.sites) {
     const auto& c = s.job->counters();
     EXPECT_EQ(c.rounds.get(), 3u);

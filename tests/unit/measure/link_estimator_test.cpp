@@ -23,13 +23,18 @@ class Trace {
   int64_t inflight = -1;
   Nanos rtt = -1;
   Nanos owd = kNoOwd;
+  int relayed_every = 0;  // every n-th packet is the last hop of a relayed copy (bytes only)
   void round(double bps, uint64_t burst_bytes, int bursts = 1, Nanos gap_between = 0) {
     Nanos t = start_;
     for (int b = 0; b < bursts; ++b) {
       for (uint64_t sent = 0; sent < burst_bytes / bursts; sent += kPkt) {
         const double dt = kPkt / bps * 1e9;
         t += static_cast<Nanos>(dt * (1 + jitter * (2 * rng_.uniform() - 1)));
-        est_.on_arrival({0, 1, kPkt, t, inflight, rtt, owd});
+        if (relayed_every > 0 && ++n_ % relayed_every != 0) {
+          est_.on_arrival({0, 1, kPkt, t, -1, -1, kNoOwd, true});
+        } else {
+          est_.on_arrival({0, 1, kPkt, t, inflight, rtt, owd});
+        }
       }
       t += gap_between;
     }
@@ -43,6 +48,7 @@ class Trace {
   LinkEstimator& est_;
   Rng rng_;
   Nanos start_ = 0;
+  uint64_t n_ = 0;
 };
 
 EstimatorConfig cfg() {
@@ -183,6 +189,36 @@ TEST(LinkEstimator, OneWayDelayJudgesTheQueueWhenTheReverseLinkIsBusy) {
   s = est.summary(0, 1, tr.now());
   EXPECT_EQ(s.changes, 1u);
   EXPECT_LT(rel_err(s.bytes_per_s, 30e6), 0.10) << s.bytes_per_s;
+}
+
+// A link that carries relayed copies beside its own traffic is as fast as all of it: three
+// packets in four are relayed here, and the few direct ones show the queue. Counting the
+// direct ones alone would put the link at a quarter of its rate.
+TEST(LinkEstimator, RelayedBytesCountOnTheLinkTheyCrossed) {
+  LinkEstimator est(cfg());
+  est.set_prior(0, 1, 200e6, 40 * kMilli);
+  Trace tr(est, 14);
+  tr.owd = 5 * kSecond + 20 * kMilli;
+  tr.round(50e6, 5'000'000);  // light: the one-way delay's floor
+  tr.relayed_every = 4;
+  tr.owd += 30 * kMilli;      // saturated from here on: a standing queue
+  for (int r = 0; r < 4; ++r) tr.round(100e6, 30'000'000);
+  const LinkSummary s = est.summary(0, 1, tr.now());
+  EXPECT_EQ(s.changes, 1u);
+  EXPECT_LT(rel_err(s.bytes_per_s, 100e6), 0.10) << s.bytes_per_s;
+}
+
+// Relayed bytes alone say what the relay was given, not what the hop can carry: they may
+// raise an estimate, never lower it.
+TEST(LinkEstimator, RelayedBytesAloneOnlyRaise) {
+  LinkEstimator est(cfg());
+  est.set_prior(0, 1, 100e6, 40 * kMilli);
+  Trace tr(est, 15);
+  tr.relayed_every = 1000000;  // every packet relayed (but the millionth)
+  for (int r = 0; r < 4; ++r) tr.round(30e6, 6'000'000);
+  EXPECT_DOUBLE_EQ(est.bytes_per_s(0, 1, tr.now()), 100e6);
+  for (int r = 0; r < 3; ++r) tr.round(150e6, 30'000'000);
+  EXPECT_LT(rel_err(est.bytes_per_s(0, 1, tr.now()), 150e6), 0.10);
 }
 
 // Before any link-limited window, the prior is the estimate app-limited traffic is judged
