@@ -508,6 +508,7 @@ Totals Gateway::totals() const {
     t.tx_bytes += c.tx_bytes.get();
     t.tx_dropped += c.tx_dropped.get();
     t.idle_sleeps += c.idle_sleeps.get();
+    t.polls += c.polls.get();
     for (size_t i = 0; i < static_cast<size_t>(dp::Drop::kCount); ++i) {
       t.drop_by_reason[i] += c.drops[i].get();
       t.drops += c.drops[i].get();
@@ -702,11 +703,12 @@ bool Gateway::stop() {
   for (rte_ring* r : handoff_rings_) dp::free_ring_mbufs(r);
   const Totals t = totals();
   std::printf("[%s] final: rx %llu pkts (%llu B), tx %llu pkts (%llu B), tx refused %llu, LTP DATA in %llu out %llu, "
-              "ARP answered %llu learned %llu, idle sleeps %llu\n",
+              "ARP answered %llu learned %llu, idle sleeps %llu, polls %llu (%.1f packets in per poll)\n",
               cfg_.site.name.c_str(), (unsigned long long)t.rx_packets, (unsigned long long)t.rx_bytes,
               (unsigned long long)t.tx_packets, (unsigned long long)t.tx_bytes, (unsigned long long)t.tx_dropped,
               (unsigned long long)t.data_rx, (unsigned long long)t.data_tx, (unsigned long long)t.arp_answered,
-              (unsigned long long)t.arp_learned, (unsigned long long)t.idle_sleeps);
+              (unsigned long long)t.arp_learned, (unsigned long long)t.idle_sleeps, (unsigned long long)t.polls,
+              t.polls ? static_cast<double>(t.rx_packets) / static_cast<double>(t.polls) : 0.0);
   std::string drops;
   for (size_t i = 0; i < static_cast<size_t>(dp::Drop::kCount); ++i)
     if (t.drop_by_reason[i])

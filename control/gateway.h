@@ -28,7 +28,8 @@
 namespace sg::ctl {
 
 struct Totals {
-  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, tx_dropped = 0, drops = 0, idle_sleeps = 0;
+  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, tx_dropped = 0, drops = 0, idle_sleeps = 0,
+           polls = 0;
   uint64_t data_rx = 0, data_rx_bytes = 0, data_tx = 0, data_tx_bytes = 0, arp_answered = 0, arp_learned = 0;
   uint64_t no_mbuf = 0, bad_version = 0;
   // Multipath (dataplane/MULTIPATH.md).

@@ -44,6 +44,7 @@ int stats_cb(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "arp_answered", t.arp_answered);
   rte_tel_data_add_dict_u64(d, "no_mbuf", t.no_mbuf);
   rte_tel_data_add_dict_u64(d, "idle_sleeps", t.idle_sleeps);
+  rte_tel_data_add_dict_u64(d, "polls", t.polls);
   rte_tel_data_add_dict_u64(d, "relayed_tx", t.relayed_tx);
   rte_tel_data_add_dict_u64(d, "relayed_rx", t.relayed_rx);
   rte_tel_data_add_dict_u64(d, "relay_forwarded", t.relay_forwarded);
