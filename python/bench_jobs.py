@@ -12,7 +12,10 @@ the arms alternated:
   register  a job announced by its workers (no job in the YAML, admission on): register_ms =
             from a worker's first join until its gateway says the job runs (both sites'
             workers start together; agreement over the 40 ms link and the job's build
-            included), the median over the workers and runs."""
+            included), the median over the workers and runs.
+--engines N runs the weighted and solo arms on gateways of N engines (af_packet, N queue
+pairs): every engine carries a share of every job's shards (each plan has topology.shards
+shards, shard s on engine s % N), and each engine shares its links by the jobs' weights."""
 import argparse
 import json
 import os
@@ -34,11 +37,11 @@ default: {delay_ms: 20, rate_mbit: 100, queue_kb: 1000}
 EXACT = []  # every job's share of values equal to the exact mean, per run (percent)
 
 
-def run(extra_jobs, weight, duration, nbytes, wan):
+def run(extra_jobs, weight, duration, nbytes, wan, engines=1):
     """One testbed run; returns {job id: goodput bytes/s} from site 1's gateway summary."""
     cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", "2", "--workers", "0", "--wan", wan,
            "--model-bytes", str(nbytes), "--duration", str(duration), "--keep-logs",
-           "--job-weight", str(weight)]
+           "--job-weight", str(weight), "--engines", str(engines)]
     if extra_jobs:
         cmd += ["--extra-jobs", extra_jobs]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -99,6 +102,7 @@ def register(wan, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--engines", type=int, default=1, help="engines per gateway in the weighted and solo arms")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("skipped: the testbed needs root", flush=True)
@@ -113,13 +117,13 @@ def main():
           % (nbytes >> 20, duration, alts), flush=True)
     ratios, solo = [], []
     for _ in range(alts):
-        g = run("2:%d:0:1" % nbytes, 2, duration, nbytes, wan)
+        g = run("2:%d:0:1" % nbytes, 2, duration, nbytes, wan, a.engines)
         r = g[1] / g[2]
         ratios.append(r)
         print("  weights 2:1   job 1 %.1f Mbit/s, job 2 %.1f Mbit/s, ratio %.3f" % (g[1] * 8e-6, g[2] * 8e-6, r),
               flush=True)
-        shared = run("2:%d:0:1:1" % nbytes, 1, duration, nbytes, wan)[1]
-        alone = run("", 1, duration, nbytes, wan)[1]
+        shared = run("2:%d:0:1:1" % nbytes, 1, duration, nbytes, wan, a.engines)[1]
+        alone = run("", 1, duration, nbytes, wan, a.engines)[1]
         solo.append(shared / alone)
         print("  job 1 beside an idle job %.1f Mbit/s, on its own gateway %.1f Mbit/s, fraction %.3f"
               % (shared * 8e-6, alone * 8e-6, shared / alone), flush=True)
@@ -131,7 +135,7 @@ def main():
     ratio = statistics.median(ratios)
     line = {"bench": "jobs", "share_ratio": round(ratio, 4), "share_ratio_error": round(abs(ratio / 2 - 1), 4),
             "solo_fraction": round(statistics.median(solo), 4), "register_ms": round(statistics.median(regs) * 1e3, 1),
-            "min_exact_pct": min(EXACT) if EXACT else None, "runs": alts,
+            "min_exact_pct": min(EXACT) if EXACT else None, "runs": alts, "engines": a.engines,
             "seconds_per_run": duration}
     shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(line))
