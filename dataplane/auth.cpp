@@ -110,7 +110,7 @@ GatewayHandler::Verdict GatewayHandler::authenticate_st(EngineIo& io, rte_mbuf* 
     // For another site: the origin sends its relayed copies to us directly.
     if (in.common.src_node != hop) return refuse_auth_st(io, m, in, AuthDrop::kSpoofed);
     if (peer_index_of_node(relay_dst) < 0) return refuse_auth_st(io, m, in, AuthDrop::kRelayRefused);
-    relay_st(io, m, in.off, in.msg.size(), relay_dst, in.job ? in.job->runner : nullptr);
+    relay_st(io, m, in.off, in.msg.size(), relay_dst, in.job ? in.job->runner : nullptr, in.now_tsc);
     return Verdict::kTaken;
   }
   const bool to_control = in.common.type == wire::MsgType::kControl || in.common.type == wire::MsgType::kProbe ||

@@ -146,6 +146,7 @@ class GatewayHandler final : public PacketHandler {
     int prev_hop = -1;           // peer index of the source address (-1: none)
     bool relayed_to_us = false;  // came through a relay site
     JobSlot* job = nullptr;  // the attached job it names (admit_st looks it up once)
+    uint64_t now_tsc = 0;    // the burst's receive time
   };
   enum class Verdict { kDeliver, kTaken };
 
@@ -192,7 +193,8 @@ class GatewayHandler final : public PacketHandler {
   bool hand_over_st(rte_ring* ring, uint16_t port_index, rte_mbuf* m);
   // relay.cpp: relayed DATA for another site. Takes the mbuf. `sampler`: the job's runner on
   // this engine, which samples the hop it came over (null: none attached).
-  void relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst, JobRunner* sampler);
+  void relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst, JobRunner* sampler,
+                uint64_t now_tsc);
 
   const config::GatewayConfig& cfg_;
   const std::vector<Port>& ports_;

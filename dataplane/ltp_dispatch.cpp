@@ -28,6 +28,7 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
   in.msg = std::span<const uint8_t>(rte_pktmbuf_mtod(m, const uint8_t*) + off, len);
   in.off = off;
   in.src = src;
+  in.now_tsc = now_tsc;
   if (admit_st(io, m, in) == Verdict::kTaken) return;
   if (steer_st(port_index, m, in) == Verdict::kTaken) return;
   if (authenticate_st(io, m, in) == Verdict::kTaken) return;

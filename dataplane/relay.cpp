@@ -4,7 +4,6 @@
 // on our direct route to the destination. No job state is touched but the estimator's sample
 // of the hop it came over (sync/hop_sample.h). Only whole, valid DATA of our job from another job site is relayed, and only once (a
 // relay sends on a direct route, so a frame crosses at most one relay).
-#include <rte_cycles.h>
 #include <rte_mbuf.h>
 
 #include "crypto/peer_sessions.h"
@@ -14,7 +13,8 @@
 
 namespace sg::dp {
 
-void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst, JobRunner* sampler) {
+void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len, uint16_t dst, JobRunner* sampler,
+                              uint64_t now_tsc) {
   std::span<const uint8_t> msg(rte_pktmbuf_mtod(m, const uint8_t*) + off, len);
   auto refuse = [&](Counter& why, Drop drop) {
     why.add();
@@ -26,7 +26,7 @@ void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len,
       peer_index_of_node(d->f.src_node) < 0)
     return refuse(ltp_.relay_refused, Drop::kLtpRefused);
   // The first hop (origin -> us) carried it: the job's estimator counts it on that link.
-  if (sampler) sampler->on_relay_st(d->f.src_node, static_cast<uint32_t>(len), d->f.send_ts, now_ns(rte_rdtsc()));
+  if (sampler) sampler->on_relay_st(d->f.src_node, static_cast<uint32_t>(len), d->f.send_ts, now_ns(now_tsc));
   const PeerRoute* r = first_direct_route(routes_, dst);
   rte_ether_addr nh;
   if (!r || !nbrs_.lookup(r->nh_slot, nh)) return refuse(ltp_.relay_no_route, Drop::kNoRoute);

@@ -22,25 +22,28 @@ void LinkEstimator::on_arrival(const ArrivalSample& s) {
     ++dropped_;
     return;
   }
-  if (s.relayed) ++l->win_relayed_n;
-  if (s.rtt > 0 && !s.relayed) {
-    l->srtt = l->srtt < 0 ? s.rtt : l->srtt + (s.rtt - l->srtt) / 8;
-    l->rtt_min.add(s.rtt);
-    l->round_rtt_sum += static_cast<double>(s.rtt);
-    ++l->round_rtt_n;
-    ++l->win_rtt_n;
-    if (queued(*l, s.rtt)) ++l->win_rtt_queued;
-  }
-  if (s.owd != kNoOwd && !s.relayed) {
-    l->owd_min.add(s.owd);
-    ++l->win_owd_n;
-    if (owd_queued(*l, s.owd)) ++l->win_owd_queued;
-  }
-  if (s.inflight_bytes >= 0 && !s.relayed) {
-    l->win_inflight_known = true;
-    const double ref = l->est > 0 ? l->est : l->prior;
-    const Nanos mrtt = l->rtt_min.min_or(-1);
-    if (ref > 0 && mrtt > 0 && static_cast<double>(s.inflight_bytes) < 0.5 * ref * seconds(mrtt)) l->win_app_limited = true;
+  if (s.relayed) {
+    ++l->win_relayed_n;  // its delays span two links: its bytes count, its delays do not
+  } else {
+    if (s.rtt > 0) {
+      l->srtt = l->srtt < 0 ? s.rtt : l->srtt + (s.rtt - l->srtt) / 8;
+      l->rtt_min.add(s.rtt);
+      l->round_rtt_sum += static_cast<double>(s.rtt);
+      ++l->round_rtt_n;
+      ++l->win_rtt_n;
+      if (queued(*l, s.rtt)) ++l->win_rtt_queued;
+    }
+    if (s.owd != kNoOwd) {
+      l->owd_min.add(s.owd);
+      ++l->win_owd_n;
+      if (owd_queued(*l, s.owd)) ++l->win_owd_queued;
+    }
+    if (s.inflight_bytes >= 0) {
+      l->win_inflight_known = true;
+      const double ref = l->est > 0 ? l->est : l->prior;
+      const Nanos mrtt = l->rtt_min.min_or(-1);
+      if (ref > 0 && mrtt > 0 && static_cast<double>(s.inflight_bytes) < 0.5 * ref * seconds(mrtt)) l->win_app_limited = true;
+    }
   }
   if (l->period_start < 0 || s.at - l->last_at > cfg_.idle_gap) {
     // First arrival of a busy period: it marks the start; its own bytes arrived "before".

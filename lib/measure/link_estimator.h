@@ -4,8 +4,9 @@
 // Feeding: every DATA arrival is one ArrivalSample for the directed link it crossed last; a
 // relayed chunk is one at the relay (origin -> relay, delays and all) and one at its
 // destination (relay -> destination, bytes only: its delays span both links). A link that
-// carries relayed traffic beside its own would otherwise look as slow as its own share. Optional packet-pair probes cover links
-// that carry nothing; a configured prior covers links never measured.
+// carries relayed traffic beside its own would otherwise look as slow as its own share.
+// Optional packet-pair probes cover links that carry nothing; a configured prior covers links
+// never measured.
 //
 // Rate samples ("windows"): arrivals of a link form busy periods; a gap longer than
 // idle_gap ends one, because idle time says nothing about capacity. A period's rate is the

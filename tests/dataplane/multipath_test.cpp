@@ -412,7 +412,9 @@ TEST(Multipath, RelayedPlanGivesExactMeansAndTheRelayOnlyForwards) {
     for (int j = 0; j < kSites; ++j) {
       firsts += first_hop[j];
       lasts += last_hop[j];
-      if (j != i) EXPECT_GT(direct[j] + first_hop[j], 0u) << "site " << i << " from " << j;
+      if (j != i) {
+        EXPECT_GT(direct[j] + first_hop[j], 0u) << "site " << i << " from " << j;
+      }
     }
     EXPECT_GE(firsts, ltp.relay_forwarded.get()) << "site " << i;  // plus direct DATA without an echo
     // Every relayed arrival the receiver took (not those for a transfer already closed).
