@@ -63,7 +63,12 @@ case "$KIND" in
     # compute (their update lag) and, the links taking far longer than that, compress them.
     # The codec is bf16, which carries these means (halves of small integers) exactly.
     printf 'compression: {mode: adaptive, codec: bf16}\n' > "$OUT/adaptive.yaml"
-    BENCH="${BENCH/--rounds 3/--rounds 24}" run stormgate stormgate global --config-extra "$OUT/adaptive.yaml"
+    # What this case checks is the codec decision, over 24 rounds on two shared cores: an Early
+    # Close that a CPU stall sets off on these near-zero-RTT links (seen once in CI: 7 bubbles
+    # in round 0, 0.9% of the values) is LTP's design and counted by the gateways. Values must
+    # still lie between the smallest and largest contribution; testbed_stormgate checks
+    # exactness.
+    BENCH="${BENCH/--rounds 3/--rounds 24} --bubbles 0.05" run stormgate stormgate global --config-extra "$OUT/adaptive.yaml"
     for i in 1 2 3; do
       log="$OUT/logs/gateway-$i.log"
       lag=$(sed -n "s/.*workers' update lag \([0-9.]*\) ms.*/\1/p" "$log" | tail -1)
