@@ -102,19 +102,22 @@ bool Gateway::start() {
     for (unsigned q = 0; q < workers; ++q) handlers_[q]->attach_shard_engines(handoff_rings_, q);
   }
   if (dp::jobs_share_links(cfg_)) {
-    // One congestion state per engine and peer, drawn on by every job's senders by weight.
+    // One congestion state per engine and peer, drawn on by every job's senders by weight;
+    // the engines' states of one link on one board, so weights hold across engines.
     // Slots for every sender of every job twice over (a plan switch attaches the new
     // senders before the old ones leave): attaching never fails on the engine.
     ltp::LinkShareConfig lc;
     const size_t jobs = cfg_.jobs.size() + (cfg_.admission.enabled ? cfg_.admission.max_jobs : 0);
     lc.max_flows = static_cast<uint32_t>(2 * jobs * cfg_.topology.shards + 8);
     const auto sites = dp::job_sites(cfg_);
+    for (uint16_t site : sites)
+      boards_.push_back(site == cfg_.site.id ? nullptr : std::make_unique<ltp::LinkBoard>(static_cast<uint32_t>(jobs + 1), true));
     shares_.resize(workers);
     for (unsigned q = 0; q < workers; ++q)
-      for (uint16_t site : sites)
-        shares_[q].push_back(site == cfg_.site.id ? nullptr
-                                                  : std::make_unique<ltp::LinkShare>(
-                                                        std::make_unique<ltp::DeliveryRateController>(dp::wan_rate(cfg_)), lc));
+      for (size_t i = 0; i < sites.size(); ++i)
+        shares_[q].push_back(!boards_[i] ? nullptr
+                                         : std::make_unique<ltp::LinkShare>(
+                                               std::make_unique<ltp::DeliveryRateController>(dp::wan_rate(cfg_)), *boards_[i], lc));
   }
   for (size_t k = 0; k < cfg_.jobs.size(); ++k) {
     std::string err;
@@ -160,6 +163,16 @@ std::unique_ptr<JobStack> Gateway::build_job(const config::GatewayConfig& jcfg, 
   const std::string tag = std::to_string(++job_serial_) + "_";
   if (!dp::initial_plan(js.cfg, js.plan, err)) return nullptr;
   js.policy_version = 1;
+  // Its group on every link's board, before any of its senders attaches (closed by free_job).
+  for (const auto& b : boards_) {
+    if (b && !b->open_group(id, js.cfg.job.weight)) {
+      err = "no room for the job on the links' shared state (" + std::to_string(b->open_groups()) + " jobs open)";
+      for (const auto& o : boards_)
+        if (o) o->close_group(id);
+      return nullptr;
+    }
+  }
+  js.share_group = !boards_.empty();
   // Every engine runs the job's shards s % workers == its index (engine 0 also the site's
   // workers and the round's start and end); new policies reach them through the RCU slot.
   js.slot = std::make_unique<dp::PolicySlot>(workers);
@@ -436,6 +449,11 @@ void Gateway::free_job(JobStack& js) {
   js.slot.reset();
   for (rte_ring* r : js.samples) rte_ring_free(r);
   js.samples.clear();
+  if (js.share_group) {  // its senders left with its runners
+    for (const auto& b : boards_)
+      if (b) b->close_group(js.cfg.job.id);
+    js.share_group = false;
+  }
 }
 
 void Gateway::print_job_summary(const JobStack& js) const {
@@ -746,6 +764,7 @@ bool Gateway::stop() {
   for (rte_ring* r : command_rings_) rte_ring_free(r);
   command_rings_.clear();
   shares_.clear();
+  boards_.clear();
   for (rte_ring* r : handoff_rings_) rte_ring_free(r);
   handoff_rings_.clear();
   dp::teardown_ports(ports_);

@@ -58,6 +58,7 @@ struct JobStack {
   config::GatewayConfig cfg;  // the gateway's, with `job` = this job
   topo::Plan plan;
   uint32_t policy_version = 0;
+  bool share_group = false;  // its group is open on the links' boards (Gateway::boards_)
   std::vector<std::unique_ptr<dp::LtpTx>> txs;
   std::vector<std::unique_ptr<dp::JobRunner>> runners;
   dp::JobRunner* lead = nullptr;
@@ -138,6 +139,8 @@ class Gateway {
   std::vector<std::unique_ptr<dp::GatewayHandler>> handlers_;
   // [engine][plan site index]: the links several jobs share by weight (null: self, or one
   // job). Declared before stacks_: the jobs' senders hold flows of these shares.
+  // Per plan site (null: self): what every engine's share of that link has in common.
+  std::vector<std::unique_ptr<ltp::LinkBoard>> boards_;
   std::vector<std::vector<std::unique_ptr<ltp::LinkShare>>> shares_;
   std::vector<std::unique_ptr<JobStack>> stacks_;  // one per job, in config order
   std::vector<rte_ring*> handoff_rings_;  // per engine: job frames for its shards (MP/SC)

@@ -31,7 +31,12 @@
 // The link controller is reset (a new transfer, in its terms) when a flow starts on an idle
 // link, not when one joins others: the path model carries over as between a sender's rounds.
 //
-// Owner: one engine (lcore), like Sender; not thread-safe. Slots for max_flows flows and the
+// Several engines: each has its own LinkShare for the link (and its own link controller),
+// all on one LinkBoard (link_board.h), which sums delivery, inflight and the sending groups
+// over the engines: weights then hold across engines and every engine's controller measures
+// the whole link. Without a board given, a share has a private one (one engine).
+//
+// Owner: one engine (lcore), like Sender; not thread-safe (the board is). Slots for max_flows flows and the
 // delivery record are allocated in the constructor; attach() allocates only the small Flow
 // object (as making a controller does today); nothing else allocates, locks or blocks.
 // The share must outlive its flows.
@@ -41,6 +46,7 @@
 #include <memory>
 #include <vector>
 
+#include "ltp/link_board.h"
 #include "ltp/rate_controller.h"
 
 namespace sg::ltp {
@@ -87,6 +93,9 @@ class LinkShare {
 
   // `link`: the link's controller (the share owns it). Throws std::invalid_argument if null.
   explicit LinkShare(std::unique_ptr<RateController> link, const LinkShareConfig& cfg = {});
+  // One of several engines' shares of a link: `board` (shared, outlives the share) holds
+  // what they have in common. Throws std::length_error past LinkBoard::kMaxMembers.
+  LinkShare(std::unique_ptr<RateController> link, LinkBoard& board, const LinkShareConfig& cfg = {});
   ~LinkShare();
   LinkShare(const LinkShare&) = delete;
   LinkShare& operator=(const LinkShare&) = delete;
@@ -97,16 +106,19 @@ class LinkShare {
   // A controller for one Sender to this peer, with `weight`, alone or in the group `group`
   // (flows of one group share the group's weight; the last attach sets it). Throws
   // std::invalid_argument for a weight weight_error refuses, std::length_error when
-  // max_flows flows are attached.
+  // max_flows flows are attached. On a shared board the group must be open
+  // (LinkBoard::open_group) with this weight, else std::invalid_argument.
   static constexpr uint64_t kOwnGroup = ~0ull;
   std::unique_ptr<Flow> attach(uint64_t weight, uint64_t group = kOwnGroup);
 
   const RateController& link() const { return *link_; }
   uint32_t flows() const { return attached_; }
   uint32_t running_flows() const { return running_; }
-  uint64_t backlogged_weight() const { return backlogged_weight_; }
-  uint64_t delivered() const { return delivered_; }           // bytes, all flows, ever
-  uint64_t inflight_bytes() const { return inflight_; }        // as the flows last reported
+  const LinkBoard& board() const { return *board_; }
+  // Over the board (every engine's flows of this link):
+  uint64_t backlogged_weight() const { return board_->backlogged_weight(); }
+  uint64_t delivered() const { return board_->delivered(); }      // bytes, all flows, ever
+  uint64_t inflight_bytes() const { return board_->inflight(); }  // as the flows last reported
   uint64_t timeouts_absorbed() const { return timeouts_absorbed_; }  // not passed on (see above)
 
  private:
@@ -115,7 +127,7 @@ class LinkShare {
     bool running = false;
     bool backlogged = false;
     uint32_t weight = 0;
-    uint32_t group = 0;  // index into groups_
+    uint32_t group = 0;  // index into the board's groups
     uint32_t mss = 1400;
     uint64_t inflight = 0;
     Nanos last_delivery = -1;  // its newest ACK that acknowledged something
@@ -138,23 +150,15 @@ class LinkShare {
   double link_rate(const AckEvent& ev) const;
 
   std::unique_ptr<RateController> link_;
+  std::unique_ptr<LinkBoard> own_board_;  // one engine: a private board
+  LinkBoard* board_;
+  int32_t member_ = 0;
   std::vector<Slot> slots_;
   std::vector<Mark> marks_;  // ring, oldest at marks_head_
   size_t marks_head_ = 0, marks_len_ = 0;
   uint32_t attached_ = 0;
   uint32_t running_ = 0;
-  uint64_t backlogged_weight_ = 0;  // of the groups with a flow that has something to send
-  uint32_t backlogged_flows_ = 0;
-  struct Group {
-    bool used = false;
-    uint64_t key = kOwnGroup;
-    uint32_t weight = 0;
-    uint32_t flows = 0;       // attached
-    uint32_t backlogged = 0;  // of them with something to send
-  };
-  std::vector<Group> groups_;  // as many as slots: every flow may be its own group
-  uint64_t delivered_ = 0;
-  uint64_t inflight_ = 0;
+  uint32_t backlogged_flows_ = 0;  // of this engine
   uint64_t timeouts_absorbed_ = 0;
 };
 

@@ -59,7 +59,19 @@ SharedLink::SharedLink(const SharedLinkSpec& spec) : spec_(spec), rng_(spec.seed
   // The payload really carried is small; the wire carries chunk_bytes per chunk.
   wan_ = std::make_unique<Wan>(w, 4096, spec.chunk_bytes / real_chunk_);
 
-  if (spec.shared) share_ = std::make_unique<ltp::LinkShare>(std::make_unique<ltp::DeliveryRateController>());
+  const uint32_t engines = std::max<uint32_t>(spec.engines, 1);
+  const bool board = spec.shared && engines > 1 && spec.one_board;
+  // On a shared board every flow is in a group the owner opened: a flow of its own gets a key
+  // no job uses.
+  auto key = [&](size_t i) { return spec.flows[i].group != ltp::LinkShare::kOwnGroup ? spec.flows[i].group : (1ull << 40) + i; };
+  if (board) {
+    board_ = std::make_unique<ltp::LinkBoard>(static_cast<uint32_t>(spec.flows.size()) + 1, true);
+    for (size_t i = 0; i < spec.flows.size(); ++i) board_->open_group(key(i), spec.flows[i].weight);
+  }
+  if (spec.shared)
+    for (uint32_t e = 0; e < engines; ++e)
+      shares_.push_back(board ? std::make_unique<ltp::LinkShare>(std::make_unique<ltp::DeliveryRateController>(), *board_)
+                              : std::make_unique<ltp::LinkShare>(std::make_unique<ltp::DeliveryRateController>()));
   uint32_t max_chunks = 1;
   for (size_t i = 0; i < spec.flows.size(); ++i) {
     auto fl = std::make_unique<Flow>();
@@ -67,7 +79,8 @@ SharedLink::SharedLink(const SharedLinkSpec& spec) : spec_(spec), rng_(spec.seed
     fl->job = static_cast<uint32_t>(i + 1);
     fl->chunks = static_cast<uint32_t>(std::max<uint64_t>((fl->spec.bytes + spec.chunk_bytes - 1) / spec.chunk_bytes, 1));
     fl->data.assign(static_cast<size_t>(fl->chunks) * real_chunk_, 0x5a);
-    if (share_) fl->rc = share_->attach(fl->spec.weight, fl->spec.group);
+    if (!shares_.empty())
+      fl->rc = shares_[std::min<uint32_t>(fl->spec.engine, engines - 1)]->attach(fl->spec.weight, board ? key(i) : fl->spec.group);
     else fl->rc = std::make_unique<ltp::DeliveryRateController>();
     ltp::SenderConfig sc;
     sc.local_node = 1;

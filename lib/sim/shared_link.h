@@ -24,12 +24,17 @@ struct SharedFlowSpec {
   Nanos start = 0;
   bool streaming = false;      // chunks go only once released (SharedLink::release)
   uint64_t group = ltp::LinkShare::kOwnGroup;  // flows of one job share its weight
+  uint32_t engine = 0;         // whose LinkShare it attaches to (SharedLinkSpec::engines)
 };
 
 struct SharedLinkSpec {
   LinkSpec fwd, rev;
   std::vector<SharedFlowSpec> flows;
   bool shared = true;          // false: a DeliveryRateController per sender
+  // A gateway's engines: one LinkShare (and link controller) each, on one LinkBoard
+  // (one_board) or each on its own (as before boards: the engines' shares compete).
+  uint32_t engines = 1;
+  bool one_board = true;
   uint32_t chunk_bytes = 1024; // payload per DATA on the wire
   uint64_t seed = 1;
 };
@@ -51,7 +56,7 @@ class SharedLink {
   // Destroys the flow's sender and controller mid-transfer (a job torn down).
   void drop(int f);
 
-  ltp::LinkShare* share() { return share_.get(); }
+  ltp::LinkShare* share(uint32_t engine = 0) { return engine < shares_.size() ? shares_[engine].get() : nullptr; }
   const ltp::RateController& controller(int f) const;
   const ltp::Sender& sender(int f) const;
 
@@ -66,7 +71,8 @@ class SharedLink {
 
   SharedLinkSpec spec_;
   uint32_t real_chunk_ = 64;
-  std::unique_ptr<ltp::LinkShare> share_;
+  std::unique_ptr<ltp::LinkBoard> board_;
+  std::vector<std::unique_ptr<ltp::LinkShare>> shares_;  // per engine
   std::vector<std::unique_ptr<Flow>> flows_;
   std::unique_ptr<RecvSide> rx_;
   std::unique_ptr<SendSide> tx_;
