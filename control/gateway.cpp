@@ -165,6 +165,12 @@ std::unique_ptr<JobStack> Gateway::build_job(const config::GatewayConfig& jcfg, 
   js.policy_version = 1;
   // Its group on every link's board, before any of its senders attaches (closed by free_job).
   for (const auto& b : boards_) {
+    if (b && b->is_open(id)) {
+      err = "job " + std::to_string(id) + " is running already (its senders hold the links' shared state)";
+      return nullptr;
+    }
+  }
+  for (const auto& b : boards_) {
     if (b && !b->open_group(id, js.cfg.job.weight)) {
       err = "no room for the job on the links' shared state (" + std::to_string(b->open_groups()) + " jobs open)";
       for (const auto& o : boards_)

@@ -22,7 +22,7 @@ LinkBoard::Group* LinkBoard::find(uint64_t key) {
 
 bool LinkBoard::open_group(uint64_t key, uint32_t weight) {
   if (key == kNoKey) return false;
-  if (Group* g = find(key)) return g->weight.load(std::memory_order_relaxed) == weight;
+  if (find(key)) return false;
   Group* free = find(kNoKey);
   if (!free) return false;
   free->weight.store(weight, std::memory_order_relaxed);
@@ -30,6 +30,12 @@ bool LinkBoard::open_group(uint64_t key, uint32_t weight) {
   free->backlogged.store(0, std::memory_order_relaxed);
   free->key.store(key, std::memory_order_release);  // engines find it from here on
   return true;
+}
+
+bool LinkBoard::is_open(uint64_t key) const {
+  for (uint32_t i = 0; i < max_groups_; ++i)
+    if (groups_[i].key.load(std::memory_order_relaxed) == key) return key != kNoKey;
+  return false;
 }
 
 void LinkBoard::close_group(uint64_t key) {

@@ -44,8 +44,9 @@ class LinkBoard {
 
   bool shared() const { return shared_; }
   // Control thread, shared boards: a job's group, before any of its flows attaches. False
-  // if every entry is taken or the key is open with another weight (nothing changed then).
+  // if the key is open already or every entry is taken (nothing changed then).
   bool open_group(uint64_t key, uint32_t weight);
+  bool is_open(uint64_t key) const;
   // After the last of its flows detached (a gateway: after the job's runners are freed).
   void close_group(uint64_t key);
   uint32_t open_groups() const;

@@ -9,7 +9,7 @@
 #   testbed_test.sh adaptive   compression: adaptive on the compute time the gateways measure
 #                              (links far slower than it get compressed, results still exact)
 #   testbed_test.sh jobs       three jobs at once through the same gateways (the workers' and
-#                              two synthetic ones), each exact
+#                              two synthetic ones) of two engines each, each exact
 #   testbed_test.sh announced  no job in any YAML: two jobs announced by their workers run at
 #                              once, a third that does not fit the memory budget is refused
 #   testbed_test.sh selmcast   sync.mode selmcast (BSP, then SSP): each site's workers get the
@@ -97,7 +97,8 @@ case "$KIND" in
   jobs)
     # Two more jobs (synthetic, different sizes, running until stopped) through the same
     # gateways while the workers' job runs: every round of every job exact at every site.
-    run stormgate stormgate global --extra-jobs 2:524288:0,3:65536:0
+    # Two engines per gateway: the jobs' shards on both share each link's board.
+    run stormgate stormgate global --extra-jobs 2:524288:0,3:65536:0 --engines 2
     for i in 1 2 3; do
       log="$OUT/logs/gateway-$i.log"
       for id in 2 3; do
