@@ -78,6 +78,7 @@ bool Gateway::start() {
   ep.burst = cfg_.dataplane.burst;
   ep.tx_drain_us = cfg_.dataplane.tx_drain_us;
   ep.idle_sleep_max_us = cfg_.dataplane.idle_sleep_max_us;
+  ep.spin_polls_before_sleep = cfg_.dataplane.spin_polls;
   for (unsigned w = 0; w < workers; ++w) {
     ep.queue = static_cast<uint16_t>(w);
     handlers_.push_back(std::make_unique<dp::GatewayHandler>(cfg_, ports_, nbrs_, routes_, w == 0));

@@ -160,6 +160,7 @@ struct DataplaneConfig {
   uint32_t mbufs = 0;            // 0: sized from ports, queues and descriptors
   uint16_t mbuf_cache = 256;
   uint32_t idle_sleep_max_us = 1000;
+  uint32_t spin_polls = 256;  // empty polls before the first idle sleep
   uint32_t tx_drain_us = 100;
 };
 

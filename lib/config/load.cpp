@@ -159,6 +159,7 @@ void read_dataplane(MapReader& top, GatewayConfig& cfg) {
   r.integer("mbufs", 0, 16 * 1024 * 1024, d.mbufs);
   r.integer("mbuf_cache", 0, 512, d.mbuf_cache);
   r.integer("idle_sleep_max_us", 1, 1000000, d.idle_sleep_max_us);
+  r.integer("spin_polls", 0, 1000000, d.spin_polls);
   r.integer("tx_drain_us", 1, 100000, d.tx_drain_us);
 }
 

@@ -125,6 +125,40 @@ TEST(EngineSmoke, ForwardedPacketsComeOutCountedAndPoolsRefill) {
   rte_mempool_free(pool);
 }
 
+// dataplane.spin_polls: an idle engine spins that many empty polls, then sleeps after every
+// further empty poll (a poll that finds work starts the count again).
+TEST(EngineSmoke, SpinPollsBeforeTheFirstSleep) {
+  rte_mempool* pool = create_pool("spin_pool", 1023, 0, RTE_MBUF_DEFAULT_BUF_SIZE);
+  ASSERT_NE(pool, nullptr);
+  for (uint32_t spin : {0u, 1000u}) {
+    RingPair rp(spin ? "s1" : "s0", pool);
+    ForwardHandler fwd(2);
+    EngineParams ep;
+    ep.idle_sleep_max_us = 50;
+    ep.spin_polls_before_sleep = spin;
+    Engine engine(rp.ports, pool, fwd, ep);
+    std::atomic<bool> stop{false};
+    Engine::LaunchArgs la{&engine, &stop};
+    const unsigned worker = rte_get_next_lcore(-1, 1, 0);
+    ASSERT_LT(worker, RTE_MAX_LCORE);
+    ASSERT_EQ(rte_eal_remote_launch(Engine::launch, &la, worker), 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (engine.counters().idle_sleeps.get() < 20 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    stop.store(true);
+    rte_eal_wait_lcore(worker);
+    const uint64_t polls = engine.counters().polls.get(), sleeps = engine.counters().idle_sleeps.get();
+    ASSERT_GE(sleeps, 20u) << "spin " << spin;
+    // Spun polls, plus at most the one poll between the last sleep and the stop.
+    const uint64_t spun = polls - sleeps;
+    const uint64_t first = spin ? spin - 1 : 0;
+    EXPECT_GE(spun, first) << "spin " << spin << ": " << polls << " polls, " << sleeps << " sleeps";
+    EXPECT_LE(spun, first + 1) << "spin " << spin << ": " << polls << " polls, " << sleeps << " sleeps";
+  }
+  EXPECT_TRUE(pool_full(pool));
+  rte_mempool_free(pool);
+}
+
 TEST(EngineSmoke, RefusedTxIsFreedAndCounted) {
   rte_mempool* pool = create_pool("refuse_pool", 8191, 0, RTE_MBUF_DEFAULT_BUF_SIZE);
   ASSERT_NE(pool, nullptr);

@@ -380,6 +380,17 @@ TEST(ConfigSecurity, BadValuesAreRefusedByName) {
   EXPECT_EQ(rekey.key_path, "security.rekey_after_packets");
 }
 
+TEST(ConfigDataplane, SpinPollsReadAndBounded) {
+  LoadResult r = load_keyed(std::string(kMinimal) + "dataplane: {spin_polls: 8}\n", "t.yaml");
+  ASSERT_TRUE(r.config) << all_errors(r);
+  EXPECT_EQ(r.config->dataplane.spin_polls, 8u);
+  LoadResult d = load_keyed(kMinimal, "t.yaml");
+  ASSERT_TRUE(d.config) << all_errors(d);
+  EXPECT_EQ(d.config->dataplane.spin_polls, 256u);
+  ConfigError e = one_error(std::string(kMinimal) + "dataplane: {spin_polls: -1}\n");
+  EXPECT_EQ(e.key_path, "dataplane.spin_polls");
+}
+
 TEST(ConfigSecurity, ARelativeKeyFileIsFoundNextToTheConfig) {
   char dir[] = "/tmp/sgcfgXXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
