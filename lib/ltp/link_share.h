@@ -36,9 +36,10 @@
 // over the engines: weights then hold across engines and every engine's controller measures
 // the whole link. Without a board given, a share has a private one (one engine).
 //
-// Owner: one engine (lcore), like Sender; not thread-safe (the board is). Slots for max_flows flows and the
-// delivery record are allocated in the constructor; attach() allocates only the small Flow
-// object (as making a controller does today); nothing else allocates, locks or blocks.
+// Owner: one engine (lcore), like Sender; not thread-safe (the board is). Slots for max_flows
+// flows and the delivery record are allocated in the constructor; attach() allocates only the
+// small Flow object (as making a controller does today); nothing else allocates, locks or
+// blocks.
 // The share must outlive its flows.
 #pragma once
 
