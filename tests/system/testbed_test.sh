@@ -96,16 +96,21 @@ case "$KIND" in
     ;;
   jobs)
     # Two more jobs (synthetic, different sizes, running until stopped) through the same
-    # gateways while the workers' job runs: every round of every job exact at every site.
+    # gateways while the workers' job runs: every round of every job exact at every site,
+    # except the chunks an Early Close left as counted bubbles (LTP's design: a bubble at one
+    # site is in every site's mean; 336 values per 1344-byte chunk).
     # Two engines per gateway: the jobs' shards on both share each link's board.
     run stormgate stormgate global --extra-jobs 2:524288:0,3:65536:0 --engines 2
-    for i in 1 2 3; do
-      log="$OUT/logs/gateway-$i.log"
-      for id in 2 3; do
-        line=$(grep "job $id: [0-9]* rounds of" "$log" || true)
-        n=$(sed -n 's/.*job [0-9]*: \([0-9]*\) rounds of.*/\1/p' <<< "$line")
-        [[ -n "$n" && $n -ge 2 && "$line" == *"values equal to the exact mean 100.0000%"* ]] ||
-          { echo "site $i: job $id did not run exact rounds beside the workers' job: ${line:-no summary}"; exit 1; }
+    for id in 2 3; do
+      bubbles=$(cat "$OUT"/logs/gateway-[123].log | grep "job $id: [0-9]* rounds of" |
+                sed -n 's/.* bubbles up \([0-9]*\) down \([0-9]*\),.*/\1 \2/p' | awk '{b += $1 + $2} END {print b + 0}')
+      for i in 1 2 3; do
+        line=$(grep "job $id: [0-9]* rounds of" "$OUT/logs/gateway-$i.log" || true)
+        awk -v b="$bubbles" -v per_chunk=336 '{
+              for (k = 1; k <= NF; ++k) { if ($(k + 1) == "rounds") n = $k; if ($(k + 1) == "bytes,") vals = $k / 4
+                                          if ($(k - 1) == "mean") e = $k + 0 }
+            } END { exit !(n >= 2 && (100 - e) / 100 * n * vals <= b * per_chunk + 1e-6 * n * vals) }' <<< "$line" ||
+          { echo "site $i: job $id did not run exact rounds beside the workers' job (bubbles $bubbles): ${line:-no summary}"; exit 1; }
         echo "site $i: $line"
       done
     done
