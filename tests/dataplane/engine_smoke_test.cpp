@@ -69,6 +69,13 @@ rte_mbuf* make_packet(rte_mempool* pool, uint32_t seq) {
   return m;
 }
 
+// Runs the engine on the first worker lcore; RTE_MAX_LCORE if there is none or it failed.
+unsigned launch_on_worker(Engine::LaunchArgs& la) {
+  const unsigned worker = rte_get_next_lcore(-1, 1, 0);
+  if (worker >= RTE_MAX_LCORE || rte_eal_remote_launch(Engine::launch, &la, worker) != 0) return RTE_MAX_LCORE;
+  return worker;
+}
+
 TEST(EngineSmoke, ForwardedPacketsComeOutCountedAndPoolsRefill) {
   rte_mempool* pool = create_pool("smoke_pool", 8191, 64, RTE_MBUF_DEFAULT_BUF_SIZE);
   ASSERT_NE(pool, nullptr);
@@ -81,9 +88,8 @@ TEST(EngineSmoke, ForwardedPacketsComeOutCountedAndPoolsRefill) {
     Engine engine(rp.ports, pool, fwd, ep);
     std::atomic<bool> stop{false};
     Engine::LaunchArgs la{&engine, &stop};
-    const unsigned worker = rte_get_next_lcore(-1, 1, 0);
-    ASSERT_LT(worker, RTE_MAX_LCORE);
-    ASSERT_EQ(rte_eal_remote_launch(Engine::launch, &la, worker), 0);
+    const unsigned worker = launch_on_worker(la);
+    ASSERT_LT(worker, RTE_MAX_LCORE) << "no worker lcore, or it did not launch";
 
     constexpr uint32_t kPackets = 20000;
     uint32_t sent = 0, received = 0;
@@ -139,9 +145,8 @@ TEST(EngineSmoke, SpinPollsBeforeTheFirstSleep) {
     Engine engine(rp.ports, pool, fwd, ep);
     std::atomic<bool> stop{false};
     Engine::LaunchArgs la{&engine, &stop};
-    const unsigned worker = rte_get_next_lcore(-1, 1, 0);
-    ASSERT_LT(worker, RTE_MAX_LCORE);
-    ASSERT_EQ(rte_eal_remote_launch(Engine::launch, &la, worker), 0);
+    const unsigned worker = launch_on_worker(la);
+    ASSERT_LT(worker, RTE_MAX_LCORE) << "no worker lcore, or it did not launch";
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (engine.counters().idle_sleeps.get() < 20 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -218,8 +223,8 @@ TEST(EngineSmoke, PortsFromConfigLoopTrafficAndDrainFull) {
     engine.flush_st();
     std::atomic<bool> stop{false};
     Engine::LaunchArgs la{&engine, &stop};
-    const unsigned worker = rte_get_next_lcore(-1, 1, 0);
-    ASSERT_EQ(rte_eal_remote_launch(Engine::launch, &la, worker), 0);
+    const unsigned worker = launch_on_worker(la);
+    ASSERT_LT(worker, RTE_MAX_LCORE) << "no worker lcore, or it did not launch";
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     stop.store(true);
     rte_eal_wait_lcore(worker);
