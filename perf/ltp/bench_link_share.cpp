@@ -178,10 +178,10 @@ int main(int argc, char** argv) {
   sg::bench::JsonLine json("link-share");
   json.num("share_ratio_error_component", sg::bench::median(errors));
   json.num("solo_fraction_component", sg::bench::median(fractions));
-  json.num("share_ratio_error_worst", *std::max_element(errors.begin(), errors.end()));
-  json.num("solo_fraction_worst", *std::min_element(fractions.begin(), fractions.end()));
+  json.num("share_ratio_error_worst_component", *std::max_element(errors.begin(), errors.end()));
+  json.num("solo_fraction_worst_component", *std::min_element(fractions.begin(), fractions.end()));
   json.num("share_ratio_error_engines_component", sg::bench::median(engine_errors));
-  json.num("share_ratio_error_engines_worst", *std::max_element(engine_errors.begin(), engine_errors.end()));
+  json.num("share_ratio_error_engines_worst_component", *std::max_element(engine_errors.begin(), engine_errors.end()));
   json.num("all_finished", ok ? 1 : 0);
   json.print();
   return 0;
