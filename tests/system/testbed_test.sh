@@ -216,8 +216,11 @@ PY
     ;;
   *) echo "usage: testbed_test.sh stub|stormgate|stormgate2|selmcast|jobs|announced|processgroup"; exit 2 ;;
 esac
-# Nothing of ours is left behind.
-if ip netns list | grep -q '^sg-'; then
-  echo "testbed namespaces left behind:"; ip netns list | grep '^sg-'; exit 1
+# Nothing of ours is left behind. Other testbeds may run beside this one (meson runs tests in
+# parallel): look only for this run's prefix (a CI run failed on a neighbour's namespaces).
+prefix="$(sed -n 's/.*, prefix \(sg-[0-9]*\), dir .*/\1/p' "$OUT/testbed.out" | tail -1)"
+[[ -n "$prefix" ]] || { echo "the testbed did not say its prefix"; exit 1; }
+if ip netns list | grep -q "^$prefix-"; then
+  echo "testbed namespaces left behind:"; ip netns list | grep "^$prefix-"; exit 1
 fi
 echo "ok"
