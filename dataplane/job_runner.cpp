@@ -39,7 +39,7 @@ ltp::DeliveryRateConfig wan_rate(const config::GatewayConfig& cfg) {
 }
 
 bool jobs_share_links(const config::GatewayConfig& cfg) {
-  return (cfg.jobs.size() > 1 || cfg.admission.enabled) && cfg.transport.rate_controller != config::RateController::kAimd;
+  return cfg.transport.link_share && cfg.transport.rate_controller != config::RateController::kAimd;
 }
 
 JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx,
@@ -55,6 +55,7 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sc.receiver = wan_receiver(cfg);
   sc.rate = wan_rate(cfg);
   sc.link_shares = std::move(link_shares);
+  sc.share_links = cfg.transport.link_share;
   sc.weight = cfg.job.weight;
   sc.reliable_baseline = cfg.transport.rate_controller == config::RateController::kAimd;
   sc.round_timeout = static_cast<Nanos>(cfg.job.round_timeout_ms) * kMilli;

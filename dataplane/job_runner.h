@@ -74,8 +74,8 @@ bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::strin
 ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg);
 // LTP's rate controller settings for WAN senders (transport.*).
 ltp::DeliveryRateConfig wan_rate(const config::GatewayConfig& cfg);
-// Whether the gateway's jobs share each engine's links by weight (ltp::LinkShare): with more
-// than one job (or jobs announced by workers), on LTP's own controller.
+// Whether every sender of the gateway's jobs toward a peer draws on one shared link state
+// (ltp::LinkShare, by the jobs' weights): transport.link_share, on LTP's own controller.
 bool jobs_share_links(const config::GatewayConfig& cfg);
 
 struct ShardRole {

@@ -88,6 +88,10 @@ struct TransportConfig {
   BubbleFill bubble_fill = BubbleFill::kZero;
   RateController rate_controller = RateController::kLtp;
   uint32_t initial_rate_mbit = 100;
+  // One congestion state per peer link, drawn on by every sender toward that peer (every
+  // shard's transfer of every job: ltp::LinkShare). false: each transfer its own controller
+  // (one job only; for comparisons). The AIMD baseline always keeps its own controllers.
+  bool link_share = true;
   EarlyCloseConfig early_close;
 };
 

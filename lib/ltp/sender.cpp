@@ -47,6 +47,7 @@ bool Sender::start(const TransferSpec& spec, Nanos now) {
   inflight_ = delivered_ = 0;
   app_limited_until_ = 0;
   delivered_time_ = now;
+  first_tx_ = now;
   largest_acked_seq_ = 0;
   rack_xmit_ = 0;
   // The previous transfer's RTT to this peer only seeds the first retransmission timeout
@@ -143,7 +144,7 @@ void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {
   if (!wire::build_data_header(hdr_, f, static_cast<uint16_t>(pl.size()))) return;
   tx.send({cfg_.peer_node, f.path_id, MsgType::kData}, hdr_, pl);
 
-  if (inflight_ == 0) delivered_time_ = now;  // a fresh flight: rate samples start here
+  if (inflight_ == 0) delivered_time_ = first_tx_ = now;  // a fresh flight: rate samples start here
   if (c.state != kInflight) inflight_ += chunk_bytes(i);
   c.state = kInflight;
   c.retransmitted |= retx;
@@ -151,6 +152,7 @@ void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {
   c.tx_seq = ++tx_seq_;
   c.delivered_at_send = delivered_;
   c.delivered_time_at_send = delivered_time_;
+  c.first_tx_at_send = first_tx_;
   c.app_limited = app_limited_until_ > 0 || (next_unsent_ >= released_ && retx_len_ == 0);
   fifo_[(fifo_head_ + fifo_len_) % fifo_.size()] = Flight{i, c.tx_seq};
   ++fifo_len_;
@@ -289,9 +291,19 @@ void Sender::on_ack(const wire::AckMsg& m, Nanos now) {
     ev.prior_delivered = n.delivered_at_send;
     ev.newest_acked_send = n.sent;
     ev.app_limited = n.app_limited;
-    const Nanos elapsed = now - n.delivered_time_at_send;
-    if (elapsed > 0) ev.delivery_rate = static_cast<double>(delivered_ - n.delivered_at_send) * 1e9 / static_cast<double>(elapsed);
+    // The sample's interval is the longer of its send phase and its ACK phase, as in Linux's
+    // rate sampler (tcp_rate_gen): ACKs that queued behind data on the reverse link come out
+    // in a burst, and over the ACK phase alone they measured 1.5-2x the link (the simulator,
+    // 200 Mbit/s links carrying both directions); the send phase, paced, cannot be
+    // compressed that way. An interval shorter than the minimum RTT means the chunk was resent
+    // after its original had already arrived (a spurious timeout): the originals' ACKs land
+    // within a few ms of the resend, and a rate over that (GB/s, measured) would sit in the
+    // controller's max filter for ten round trips. Linux drops those samples too.
+    const Nanos elapsed = std::max(now - n.delivered_time_at_send, n.sent - n.first_tx_at_send);
+    if (elapsed > 0 && (min_rtt_ == 0 || elapsed >= min_rtt_))
+      ev.delivery_rate = static_cast<double>(delivered_ - n.delivered_at_send) * 1e9 / static_cast<double>(elapsed);
     delivered_time_ = now;
+    first_tx_ = n.sent;
     last_progress_ = now;
     backoff_ = 0;
     probe_sent_ = false;

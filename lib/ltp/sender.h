@@ -127,6 +127,7 @@ class Sender {
     uint64_t tx_seq = 0;
     uint64_t delivered_at_send = 0;
     Nanos delivered_time_at_send = 0;
+    Nanos first_tx_at_send = 0;  // first_tx_ when it left: the start of its sample's send phase
     uint8_t state = kUnsent;
     bool retransmitted = false;
     bool released = false;
@@ -173,6 +174,7 @@ class Sender {
   uint64_t inflight_ = 0;
   uint64_t delivered_ = 0;
   Nanos delivered_time_ = 0;
+  Nanos first_tx_ = 0;  // send time of the newest chunk acknowledged so far (fresh flight: its start)
   // Sends are app-limited until delivered_ passes this mark (0: not): set when the sender ran
   // out of chunks with room in the window, to what was then delivered and in flight, so every
   // chunk sent before that bubble has drained gives a rate sample of the application, not of

@@ -120,6 +120,11 @@ SiteSync::SiteSync(const SyncConfig& cfg)
       rng_(cfg.seed) {
   for (size_t i = 0; i < cfg_.site_nodes.size(); ++i)
     if (cfg_.site_nodes[i] == cfg_.self_node) self_ = static_cast<int>(i);
+  if (cfg_.share_links && !cfg_.reliable_baseline && cfg_.link_shares.empty()) {
+    own_shares_ = true;
+    cfg_.link_shares.assign(cfg_.site_nodes.size(), nullptr);
+    own_link_shares_.resize(cfg_.site_nodes.size());
+  }
 }
 
 SiteSync::~SiteSync() = default;
@@ -226,6 +231,15 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
   for (auto& o : outs_)
     if (o->peer >= 0 && o->peer < plan.num_sites && o->rc && !shared(o->peer)) kept[o->peer].push_back(std::move(o->rc));
   for (auto& o : outs) {
+    if (own_shares_ && !own_link_shares_[o->peer]) {
+      // Room for two plans' senders of the most shards a plan has (a switch attaches the
+      // new senders before the old ones leave).
+      ltp::LinkShareConfig lc;
+      lc.max_flows = 2 * topo::kMaxShards + 8;
+      own_link_shares_[o->peer] =
+          std::make_unique<ltp::LinkShare>(std::make_unique<ltp::DeliveryRateController>(cfg_.rate), lc);
+      cfg_.link_shares[o->peer] = own_link_shares_[o->peer].get();
+    }
     ltp::SenderConfig sc = cfg_.sender;
     sc.local_node = cfg_.self_node;
     sc.peer_node = cfg_.site_nodes[o->peer];

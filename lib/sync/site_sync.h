@@ -94,9 +94,13 @@ struct SyncConfig {
   // null: none) is the engine's shared congestion state toward that site (ltp/link_share.h),
   // owned by the gateway, used by every job's senders on this engine. This job's senders to
   // a site form one group of `weight` (1..16) and split it among those with something to
-  // send, so the job draws its weight whatever its shard count. Empty: every sender has its
-  // own controller.
+  // send, so the job draws its weight whatever its shard count. Empty: see share_links.
   std::vector<ltp::LinkShare*> link_shares;
+  // Without link_shares given, SiteSync keeps its own, one per peer: every shard's sender
+  // toward a peer draws on one congestion state for that link instead of each running its
+  // own controller against the others (they would overfill the link's queue together).
+  // false: every sender its own controller. Never for the reliable baseline.
+  bool share_links = true;
   uint32_t weight = 1;
 };
 
@@ -236,6 +240,10 @@ class SiteSync final : private ltp::ReceiverSink {
   bool have_plan_ = false;
   std::unique_ptr<ltp::Receiver> receiver_;
   std::vector<Shard> shards_;
+  // SyncConfig::share_links without shares given: ours, per plan site, made when a plan
+  // first sends there (declared before outs_: the shares outlive their senders).
+  bool own_shares_ = false;
+  std::vector<std::unique_ptr<ltp::LinkShare>> own_link_shares_;
   std::vector<std::unique_ptr<Out>> outs_;
   std::vector<float> result_;
   std::vector<Link> links_;        // per plan site: codec of DATA we send there

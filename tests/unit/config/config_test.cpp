@@ -391,6 +391,27 @@ TEST(ConfigDataplane, SpinPollsReadAndBounded) {
   EXPECT_EQ(e.key_path, "dataplane.spin_polls");
 }
 
+TEST(ConfigTransport, LinkShareOnByDefaultAndOffOnlyForOneJob) {
+  LoadResult d = load_keyed(kMinimal, "t.yaml");
+  ASSERT_TRUE(d.config) << all_errors(d);
+  EXPECT_TRUE(d.config->transport.link_share);
+  LoadResult off = load_keyed(std::string(kMinimal) + "transport: {link_share: false}\n", "t.yaml");
+  ASSERT_TRUE(off.config) << all_errors(off);
+  EXPECT_FALSE(off.config->transport.link_share);
+  // Jobs' weights are parts of one shared link state: without it they would mean nothing.
+  ConfigError e = one_error(std::string(kMinimal) +
+                            "transport: {link_share: false}\njobs:\n  - {id: 2, model_bytes: 64}\n  - {id: 3, model_bytes: 64}\n");
+  EXPECT_EQ(e.key_path, "transport.link_share");
+  // The AIMD baseline keeps its own controllers anyway: nothing to refuse.
+  LoadResult aimd = load_keyed(std::string(kMinimal) +
+                                   "transport: {link_share: false, rate_controller: aimd}\njobs:\n  - {id: 2, model_bytes: 64}\n"
+                                   "  - {id: 3, model_bytes: 64}\n",
+                               "t.yaml");
+  EXPECT_TRUE(aimd.config) << all_errors(aimd);
+  e = one_error(std::string(kMinimal) + "transport: {link_share: 3}\n");
+  EXPECT_EQ(e.key_path, "transport.link_share");
+}
+
 TEST(ConfigSecurity, ARelativeKeyFileIsFoundNextToTheConfig) {
   char dir[] = "/tmp/sgcfgXXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);

@@ -332,6 +332,60 @@ TEST_F(SenderTest, ChunksSentBeforeAnAppLimitedBubbleDrainsAreAppLimited) {
   EXPECT_FALSE(spy.acks.back().app_limited) << "window-limited with a backlog: a path sample";
 }
 
+// A spurious timeout: everything in flight is resent, and then the originals' ACKs arrive a
+// moment later. A rate over that moment (from the resend to the ACK) is no measurement of the
+// path: the controller must not get one (it would sit in its max filter for ten round trips).
+TEST_F(SenderTest, NoRateSampleFromTheOriginalsOfASpuriousResend) {
+  SpyController spy;
+  start(40, {}, /*streaming=*/false, &spy);
+  const Nanos t0 = now_;
+  tx_->poll(now_, cap_);  // all 40 leave at once
+  now_ += 100 * kMilli;
+  tx_->on_packet(ack(1, {}, static_cast<uint64_t>(t0)), now_);  // RTT 100 ms
+  ASSERT_EQ(tx_->min_rtt(), 100 * kMilli);
+  const uint64_t retx_before = tx_->stats().retransmits;
+  now_ += 2 * kSecond;  // far past the timeout: everything in flight is presumed lost, resent
+  tx_->poll(now_, cap_);
+  ASSERT_EQ(tx_->stats().timeouts, 1u);
+  ASSERT_EQ(tx_->stats().retransmits - retx_before, 39u);
+  now_ += 2 * kMilli;  // the originals were only late
+  tx_->on_packet(ack(40, {}, static_cast<uint64_t>(t0)), now_);
+  ASSERT_FALSE(spy.acks.empty());
+  EXPECT_EQ(spy.acks.back().delivery_rate, 0.0) << "39 chunks over 2 ms is the ACKs' burst, not the path";
+  EXPECT_EQ(tx_->state(), SenderState::kAcked);
+}
+
+// ACK compression: chunks sent one every 5 ms whose ACKs queued on the way back and arrive
+// together. The sample spans at least the chunks' send phase, so it cannot exceed the rate
+// they were sent at.
+TEST_F(SenderTest, CompressedAcksMeasureNoMoreThanTheSendRate) {
+  SpyController spy;
+  start(22, {}, /*streaming=*/true, &spy);
+  const Nanos t0 = now_;
+  tx_->release(0, now_);
+  tx_->release(1, now_);
+  tx_->poll(now_, cap_);
+  now_ += 100 * kMilli;
+  tx_->on_packet(ack(1, {}, static_cast<uint64_t>(t0)), now_);  // RTT 100 ms; chunk 1 still out
+  for (uint32_t i = 2; i < 22; ++i) {  // one chunk every 5 ms
+    now_ += 5 * kMilli;
+    tx_->release(i, now_);
+    tx_->poll(now_, cap_);
+  }
+  const Nanos last_sent = now_;
+  now_ += 10 * kMilli;  // every ACK at once, 110 ms after the one before them
+  tx_->on_packet(ack(22, {}, static_cast<uint64_t>(last_sent)), now_);
+  ASSERT_FALSE(spy.acks.empty());
+  const AckEvent& ev = spy.acks.back();
+  // Chunks 1..21 delivered over the send phase from chunk 0's send to chunk 21's: 200 ms.
+  const double bytes = static_cast<double>(ev.delivered - ev.prior_delivered);
+  ASSERT_GT(bytes, 0);
+  const double send_rate = bytes / (static_cast<double>(last_sent - t0) * 1e-9);
+  EXPECT_GT(ev.delivery_rate, 0.0);
+  EXPECT_LE(ev.delivery_rate, send_rate * 1.001)
+      << "over the ACK phase alone (110 ms) it would read " << bytes / 0.110 << " B/s";
+}
+
 TEST_F(SenderTest, RefusesBadSpecs) {
   SenderConfig c;
   c.max_chunks = 4;

@@ -255,6 +255,40 @@ TEST(SiteSync, NewPlanKeepsTheRateModelOfEachPeer) {
     for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(c.sites[i]->result()[k], m[k], 1e-5 * (1 + std::abs(m[k])));
 }
 
+// One congestion state per peer link: every shard's sender toward a peer draws on the same
+// LinkShare (SyncConfig::share_links, on by default); off, or for the reliable baseline, each
+// sender keeps a controller of its own.
+TEST(SiteSync, ShardsTowardOnePeerShareOneLinkState) {
+  const topo::Plan p = make_plan(3, 3 * 20000, 3);
+  auto make = [&](bool share, bool reliable) {
+    SyncConfig cfg;
+    cfg.self_node = 1;
+    cfg.site_nodes = {1, 2, 3};
+    cfg.chunk_bytes = 1024;
+    cfg.share_links = share;
+    cfg.reliable_baseline = reliable;
+    auto s = std::make_unique<SiteSync>(cfg);
+    EXPECT_TRUE(s->set_plan(p, 1));
+    return s;
+  };
+  const auto shared = make(true, false);
+  int linked = 0;
+  for (int peer = 1; peer < 3; ++peer) linked += shared->shared(peer);
+  EXPECT_GT(linked, 0) << "site 0 sends to a peer in some shard of a 3-site plan";
+  EXPECT_FALSE(shared->shared(0)) << "no link to itself";
+  for (bool reliable : {false, true}) {
+    const auto own = make(/*share=*/reliable, reliable);  // off; or on but the reliable baseline
+    for (int peer = 0; peer < 3; ++peer) EXPECT_FALSE(own->shared(peer)) << "peer " << peer;
+  }
+  // Rounds over shared links give every site the mean (the Cluster runs the default config).
+  Cluster c(3, 3 * 20000, 3, 5 * kMilli, 0.0, 11);
+  c.fill_round(1);
+  ASSERT_TRUE(c.run_round(1, 20 * kSecond));
+  const auto m = c.mean();
+  for (int i = 0; i < 3; ++i)
+    for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(c.sites[i]->result()[k], m[k], 1e-5 * (1 + std::abs(m[k])));
+}
+
 TEST(SiteSync, TopKErrorFeedbackDeliversWhatItDelays) {
   const int n = 3;
   Cluster c(n, 2 * 4096, 2, 1 * kMilli, 0.0, 5, false, nullptr, true);
