@@ -39,7 +39,7 @@ ltp::DeliveryRateConfig wan_rate(const config::GatewayConfig& cfg) {
 }
 
 bool jobs_share_links(const config::GatewayConfig& cfg) {
-  return cfg.transport.link_share && cfg.transport.rate_controller != config::RateController::kAimd;
+  return config::links_shared(cfg);
 }
 
 JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, uint32_t policy_version, LtpTx& tx,
@@ -55,7 +55,7 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sc.receiver = wan_receiver(cfg);
   sc.rate = wan_rate(cfg);
   sc.link_shares = std::move(link_shares);
-  sc.share_links = cfg.transport.link_share;
+  sc.share_links = false;  // the gateway's own shares (jobs_share_links), or none
   sc.weight = cfg.job.weight;
   sc.reliable_baseline = cfg.transport.rate_controller == config::RateController::kAimd;
   sc.round_timeout = static_cast<Nanos>(cfg.job.round_timeout_ms) * kMilli;

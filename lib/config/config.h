@@ -72,6 +72,8 @@ struct PeerConfig {
 
 enum class BubbleFill : uint8_t { kZero, kPrevious, kLocal };
 enum class RateController : uint8_t { kLtp, kAimd };
+// transport.link_share: when a gateway's senders toward a peer draw on one congestion state.
+enum class LinkShareMode : uint8_t { kAuto, kOn, kOff };
 
 struct EarlyCloseConfig {
   bool enabled = true;
@@ -89,9 +91,9 @@ struct TransportConfig {
   RateController rate_controller = RateController::kLtp;
   uint32_t initial_rate_mbit = 100;
   // One congestion state per peer link, drawn on by every sender toward that peer (every
-  // shard's transfer of every job: ltp::LinkShare). false: each transfer its own controller
-  // (one job only; for comparisons). The AIMD baseline always keeps its own controllers.
-  bool link_share = true;
+  // shard's transfer of every job: ltp::LinkShare): always (kOn), never (kOff: one job only),
+  // or with several jobs or announced ones (kAuto). The AIMD baseline keeps its own always.
+  LinkShareMode link_share = LinkShareMode::kAuto;
   EarlyCloseConfig early_close;
 };
 
@@ -252,6 +254,14 @@ GatewayConfig for_job(const GatewayConfig& c, size_t index);
 // Chunk bytes between the workers and this gateway (job.worker_chunk_bytes, or the WAN's).
 inline uint32_t worker_chunk_bytes(const GatewayConfig& c) {
   return c.job.worker_chunk_bytes ? c.job.worker_chunk_bytes : c.transport.chunk_bytes;
+}
+
+// Whether every sender toward a peer, of every job, draws on one congestion state for that
+// link (transport.link_share; auto: with several jobs or announced ones). Never for AIMD.
+inline bool links_shared(const GatewayConfig& c) {
+  if (c.transport.rate_controller == RateController::kAimd) return false;
+  if (c.transport.link_share != LinkShareMode::kAuto) return c.transport.link_share == LinkShareMode::kOn;
+  return c.jobs.size() > 1 || c.admission.enabled;
 }
 
 std::string format_mac(const MacAddr& m);

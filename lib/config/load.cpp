@@ -95,7 +95,8 @@ void read_transport(MapReader& top, GatewayConfig& cfg) {
   int rc = r.choice("rate_controller", {"ltp", "aimd"});
   if (rc >= 0) t.rate_controller = static_cast<RateController>(rc);
   r.integer("initial_rate_mbit", 1, 400000, t.initial_rate_mbit);
-  r.boolean("link_share", t.link_share);
+  int ls = r.choice("link_share", {"auto", "on", "off"});
+  if (ls >= 0) t.link_share = static_cast<LinkShareMode>(ls);
   MapReader ec(r.child("early_close"), r.path_of("early_close"), top.errors());
   ec.boolean("enabled", t.early_close.enabled);
   ec.number("min_fraction", 0.5, 1.0, t.early_close.min_fraction);

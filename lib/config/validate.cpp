@@ -96,12 +96,12 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
                 "the path of the deployment's key file (stormgate --keygen FILE makes one), or security.mode: plain "
                 "(experiments only: traffic between gateways is then not authenticated)",
                 "nothing");
-  if (!cfg.transport.link_share && cfg.transport.rate_controller == RateController::kLtp &&
+  if (cfg.transport.link_share == LinkShareMode::kOff && cfg.transport.rate_controller == RateController::kLtp &&
       (cfg.jobs.size() > 1 || cfg.admission.enabled))
     errs.add_at("transport.link_share",
-                "true when the gateway runs several jobs or announced ones (their weights are parts of one shared "
+                "auto or on when the gateway runs several jobs or announced ones (their weights are parts of one shared "
                 "link state)",
-                "false");
+                "off");
   if (cfg.admission.enabled) {
     if (cfg.sync.mode == SyncMode::kSelmcast)
       errs.add_at("admission.enabled", "false with sync.mode selmcast (announced jobs run tree all-reduce)", "true");

@@ -96,11 +96,11 @@ struct SyncConfig {
   // a site form one group of `weight` (1..16) and split it among those with something to
   // send, so the job draws its weight whatever its shard count. Empty: see share_links.
   std::vector<ltp::LinkShare*> link_shares;
-  // Without link_shares given, SiteSync keeps its own, one per peer: every shard's sender
-  // toward a peer draws on one congestion state for that link instead of each running its
-  // own controller against the others (they would overfill the link's queue together).
+  // Without link_shares given, SiteSync may keep its own, one per peer: every shard's sender
+  // toward a peer then draws on one congestion state for that link instead of each running
+  // its own controller against the others (transport.link_share on, in the simulator).
   // false: every sender its own controller. Never for the reliable baseline.
-  bool share_links = true;
+  bool share_links = false;
   uint32_t weight = 1;
 };
 

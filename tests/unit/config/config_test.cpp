@@ -391,24 +391,31 @@ TEST(ConfigDataplane, SpinPollsReadAndBounded) {
   EXPECT_EQ(e.key_path, "dataplane.spin_polls");
 }
 
-TEST(ConfigTransport, LinkShareOnByDefaultAndOffOnlyForOneJob) {
+TEST(ConfigTransport, LinkShareAutoByDefaultAndOffOnlyForOneJob) {
   LoadResult d = load_keyed(kMinimal, "t.yaml");
   ASSERT_TRUE(d.config) << all_errors(d);
-  EXPECT_TRUE(d.config->transport.link_share);
-  LoadResult off = load_keyed(std::string(kMinimal) + "transport: {link_share: false}\n", "t.yaml");
+  EXPECT_EQ(d.config->transport.link_share, LinkShareMode::kAuto);
+  EXPECT_FALSE(links_shared(*d.config)) << "auto: one job keeps a controller per transfer";
+  LoadResult on = load_keyed(std::string(kMinimal) + "transport: {link_share: on}\n", "t.yaml");
+  ASSERT_TRUE(on.config) << all_errors(on);
+  EXPECT_TRUE(links_shared(*on.config));
+  LoadResult two = load_keyed(std::string(kMinimal) + "jobs:\n  - {id: 2, model_bytes: 64}\n  - {id: 3, model_bytes: 64}\n", "t.yaml");
+  ASSERT_TRUE(two.config) << all_errors(two);
+  EXPECT_TRUE(links_shared(*two.config)) << "auto: several jobs share by weight";
+  LoadResult off = load_keyed(std::string(kMinimal) + "transport: {link_share: off}\n", "t.yaml");
   ASSERT_TRUE(off.config) << all_errors(off);
-  EXPECT_FALSE(off.config->transport.link_share);
+  EXPECT_FALSE(links_shared(*off.config));
   // Jobs' weights are parts of one shared link state: without it they would mean nothing.
   ConfigError e = one_error(std::string(kMinimal) +
-                            "transport: {link_share: false}\njobs:\n  - {id: 2, model_bytes: 64}\n  - {id: 3, model_bytes: 64}\n");
+                            "transport: {link_share: off}\njobs:\n  - {id: 2, model_bytes: 64}\n  - {id: 3, model_bytes: 64}\n");
   EXPECT_EQ(e.key_path, "transport.link_share");
-  // The AIMD baseline keeps its own controllers anyway: nothing to refuse.
+  // The AIMD baseline keeps its own controllers anyway: nothing to refuse, nothing shared.
   LoadResult aimd = load_keyed(std::string(kMinimal) +
-                                   "transport: {link_share: false, rate_controller: aimd}\njobs:\n  - {id: 2, model_bytes: 64}\n"
-                                   "  - {id: 3, model_bytes: 64}\n",
+                                   "transport: {link_share: on, rate_controller: aimd}\n",
                                "t.yaml");
-  EXPECT_TRUE(aimd.config) << all_errors(aimd);
-  e = one_error(std::string(kMinimal) + "transport: {link_share: 3}\n");
+  ASSERT_TRUE(aimd.config) << all_errors(aimd);
+  EXPECT_FALSE(links_shared(*aimd.config));
+  e = one_error(std::string(kMinimal) + "transport: {link_share: true}\n");
   EXPECT_EQ(e.key_path, "transport.link_share");
 }
 

@@ -255,8 +255,8 @@ TEST(SiteSync, NewPlanKeepsTheRateModelOfEachPeer) {
     for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(c.sites[i]->result()[k], m[k], 1e-5 * (1 + std::abs(m[k])));
 }
 
-// One congestion state per peer link: every shard's sender toward a peer draws on the same
-// LinkShare (SyncConfig::share_links, on by default); off, or for the reliable baseline, each
+// One congestion state per peer link: with SyncConfig::share_links every shard's sender toward
+// a peer draws on the same LinkShare; off (the default), or for the reliable baseline, each
 // sender keeps a controller of its own.
 TEST(SiteSync, ShardsTowardOnePeerShareOneLinkState) {
   const topo::Plan p = make_plan(3, 3 * 20000, 3);
@@ -280,8 +280,10 @@ TEST(SiteSync, ShardsTowardOnePeerShareOneLinkState) {
     const auto own = make(/*share=*/reliable, reliable);  // off; or on but the reliable baseline
     for (int peer = 0; peer < 3; ++peer) EXPECT_FALSE(own->shared(peer)) << "peer " << peer;
   }
-  // Rounds over shared links give every site the mean (the Cluster runs the default config).
-  Cluster c(3, 3 * 20000, 3, 5 * kMilli, 0.0, 11);
+  // Rounds over shared links give every site the mean.
+  Cluster c(3, 3 * 20000, 3, 5 * kMilli, 0.0, 11, false, nullptr, false, /*share_links=*/true);
+  for (int peer = 1; peer < 3; ++peer) linked += c.sites[0]->shared(peer);
+  EXPECT_GT(linked, 1);
   c.fill_round(1);
   ASSERT_TRUE(c.run_round(1, 20 * kSecond));
   const auto m = c.mean();

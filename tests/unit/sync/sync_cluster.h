@@ -130,7 +130,7 @@ struct Cluster {
   std::vector<std::vector<float>> local;
 
   Cluster(int n, uint64_t model_bytes, int shards, Nanos delay, double loss, uint64_t seed, bool reliable = false,
-          const topo::Plan* given = nullptr, bool compression = false)
+          const topo::Plan* given = nullptr, bool compression = false, bool share_links = false)
       : net(n, delay, loss, seed) {
     const topo::Plan plan = given ? *given : make_plan(n, model_bytes, shards);
     EXPECT_EQ(topo::validate(plan), topo::PlanError::kOk);
@@ -143,6 +143,7 @@ struct Cluster {
       c.round_timeout = 20 * kSecond;
       c.seed = seed + i;
       c.wire_compression = compression;
+      c.share_links = share_links;
       ports.push_back(std::make_unique<Net::Port>(net, i));
       sites.push_back(std::make_unique<SiteSync>(c));
       EXPECT_TRUE(sites.back()->set_plan(plan, 1));
