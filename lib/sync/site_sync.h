@@ -98,8 +98,9 @@ struct SyncConfig {
   std::vector<ltp::LinkShare*> link_shares;
   // Without link_shares given, SiteSync may keep its own, one per peer: every shard's sender
   // toward a peer then draws on one congestion state for that link instead of each running
-  // its own controller against the others (transport.link_share on, in the simulator).
-  // false: every sender its own controller. Never for the reliable baseline.
+  // its own controller against the others (what transport.link_share: on does in a gateway,
+  // for simulations and tests without one). false: every sender its own controller. Never
+  // for the reliable baseline.
   bool share_links = false;
   uint32_t weight = 1;
 };
