@@ -362,6 +362,8 @@ unsigned JobRunner::follow_st(Nanos now) {
                             ((s.timeouts - last_.timeouts) << 32) | ((s.peers_moved_on - last_.peers_moved_on) & 0xffffffffu)});
     c_.rounds.add();
     c_.stray.add(s.stray_acks - last_.stray_acks);
+    c_.send_timeouts.add(s.send_timeouts - last_.send_timeouts);
+    c_.early_data.add(s.early_data - last_.early_data);
     last_ = s;
     ++work;
   }
@@ -384,6 +386,8 @@ void JobRunner::count_round_st(Nanos now) {
   c_.peers_moved_on.add(s.peers_moved_on - last_.peers_moved_on);
   c_.retransmits.add(s.retransmits - last_.retransmits);
   c_.stray.add(s.stray_acks - last_.stray_acks);
+  c_.send_timeouts.add(s.send_timeouts - last_.send_timeouts);
+  c_.early_data.add(s.early_data - last_.early_data);
   last_ = s;
   const Nanos end = links_.empty() ? sync_->round_finished() : std::max(sync_->round_finished(), last_done_at_);
   const uint64_t took = static_cast<uint64_t>(end - sync_->round_started());
@@ -474,12 +478,15 @@ unsigned JobRunner::poll_st(Nanos now) {
           c_.worker_rounds.add();
           ++work;
         }
-        // The WAN round begins with the round's first push and takes the site's contribution
-        // chunk by chunk as the workers' copies complete (feed_local_st).
-        if (delivered_ && group_->round_started() && !may_begin(group_->round())) {
+        // The WAN round begins with the round's first push, or as soon as a peer sent DATA of
+        // it (a peer's DATA of a round not begun here is dropped and resent only after its
+        // timeout, which grows while this site's workers compute), and takes the site's
+        // contribution chunk by chunk as the workers' copies complete (feed_local_st).
+        const bool start = delivered_ && (group_->round_started() || sync_->peer_began(group_->round()));
+        if (start && !may_begin(group_->round())) {
           c_.gate_waits.add();
           c_.wanted_round.store(group_->round(), std::memory_order_relaxed);
-        } else if (delivered_ && group_->round_started()) {
+        } else if (start) {
           maybe_switch_policy_st(group_->round());
           take_live_st(group_->round());
           if (sync_->begin_round(group_->round(), group_->contribution_buffer(), now, tx_, true)) {

@@ -256,12 +256,15 @@ inline uint32_t worker_chunk_bytes(const GatewayConfig& c) {
   return c.job.worker_chunk_bytes ? c.job.worker_chunk_bytes : c.transport.chunk_bytes;
 }
 
+// Several jobs share this gateway's links: more than one in the YAML, or announced ones.
+inline bool several_jobs(const GatewayConfig& c) { return c.jobs.size() > 1 || c.admission.enabled; }
+
 // Whether every sender toward a peer, of every job, draws on one congestion state for that
-// link (transport.link_share; auto: with several jobs or announced ones). Never for AIMD.
+// link (transport.link_share; auto: with several jobs). Never for AIMD.
 inline bool links_shared(const GatewayConfig& c) {
   if (c.transport.rate_controller == RateController::kAimd) return false;
   if (c.transport.link_share != LinkShareMode::kAuto) return c.transport.link_share == LinkShareMode::kOn;
-  return c.jobs.size() > 1 || c.admission.enabled;
+  return several_jobs(c);
 }
 
 std::string format_mac(const MacAddr& m);

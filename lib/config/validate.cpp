@@ -97,7 +97,7 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
                 "(experiments only: traffic between gateways is then not authenticated)",
                 "nothing");
   if (cfg.transport.link_share == LinkShareMode::kOff && cfg.transport.rate_controller == RateController::kLtp &&
-      (cfg.jobs.size() > 1 || cfg.admission.enabled))
+      several_jobs(cfg))
     errs.add_at("transport.link_share",
                 "auto or on when the gateway runs several jobs or announced ones (their weights are parts of one shared "
                 "link state)",

@@ -793,6 +793,7 @@ void SiteSync::finish_round_if_done(Nanos now) {
     if (!o->started) continue;
     stats_.bytes_sent += o->sender->stats().bytes_sent;
     stats_.retransmits += o->sender->stats().retransmits;
+    stats_.send_timeouts += o->sender->stats().timeouts;
   }
 }
 
@@ -801,11 +802,17 @@ void SiteSync::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSin
   auto common = wire::parse_common(msg);
   if (!common) return;  // the dataplane counts malformed LTP before it gets here
   if (common->type == wire::MsgType::kData) {
-    if (running_ && msg.size() >= sizeof(wire::DataHeader)) {
+    if (msg.size() >= sizeof(wire::DataHeader)) {
       const auto* h = reinterpret_cast<const wire::DataHeader*>(msg.data());
-      if (h->common.job.load() == cfg_.job && h->round.load() > round_) peer_moved_on(index_of(common->src_node), tx);
+      if (h->common.job.load() == cfg_.job && h->round.load() > round_) {
+        const int src = index_of(common->src_node);  // only DATA of a later round gets here
+        if (running_) peer_moved_on(src, tx);
+        else if (h->round.load() == round_ + 1 && src >= 0 && src != self_) peer_began_ = round_ + 1;
+      }
     }
+    const uint64_t early = receiver_->stats().future_round;
     receiver_->on_packet(msg, now, *this, tx);
+    stats_.early_data += receiver_->stats().future_round - early;
     advance(now, tx);
     return;
   }

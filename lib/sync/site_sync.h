@@ -117,6 +117,8 @@ struct SyncStats {
   uint64_t stray_acks = 0;       // ACK/CLOSE for no running transfer of ours
   uint64_t bytes_sent = 0;       // LTP DATA payload bytes, first sends and retransmits
   uint64_t retransmits = 0;
+  uint64_t send_timeouts = 0;    // our transfers' retransmission timeouts (all in flight presumed lost)
+  uint64_t early_data = 0;       // peer DATA of a round this site had not begun: dropped, resent
   uint64_t encoded_chunks = 0;   // chunks sent compressed (up: per link; down: at the root)
 };
 
@@ -185,6 +187,10 @@ class SiteSync final : private ltp::ReceiverSink {
     return peer >= 0 && static_cast<size_t>(peer) < cfg_.link_shares.size() && cfg_.link_shares[peer] != nullptr;
   }
   bool round_done() const { return done_; }
+  // Between rounds: a peer site sent DATA of `round` (the next one), so it has begun it. Its
+  // DATA is dropped until this site begins the round too (the sender resends), so a gateway
+  // whose workers stream their update in begins at once rather than at their first push.
+  bool peer_began(uint32_t round) const { return !running_ && peer_began_ == round && round == round_ + 1; }
   // Between rounds (a config reload): the timeout of the rounds begun from now on.
   void set_round_timeout(Nanos t) { cfg_.round_timeout = t; }
   uint32_t round() const { return round_; }
@@ -257,6 +263,7 @@ class SiteSync final : private ltp::ReceiverSink {
   ResultSink* results_ = nullptr;
   SyncStats stats_;
   uint32_t round_ = 0;
+  uint32_t peer_began_ = 0;  // round + 1 once a peer's DATA of it arrived between rounds
   bool running_ = false;
   bool done_ = false;
   Nanos started_ = 0, finished_ = 0;

@@ -127,6 +127,31 @@ TEST(SiteSync, SiteBehindGivesItsRoundUpAndMeetsThePeersInTheirs) {
   EXPECT_EQ(c.sites[0]->stats().peers_moved_on + c.sites[1]->stats().peers_moved_on, 0u);
 }
 
+// A site whose workers are still computing has not begun the round its peers already run:
+// their DATA is dropped (counted) and they resend only after a timeout. The first such DATA
+// says the peers began the next round (peer_began), which is how a gateway begins at once.
+TEST(SiteSync, PeerDataBetweenRoundsSaysThePeersBeganTheNextRound) {
+  Cluster c(3, 3 * 20000, 3, 5 * kMilli, 0.0, 12);
+  ASSERT_TRUE(c.run_round(1, 5 * kSecond));
+  EXPECT_FALSE(c.sites[2]->peer_began(2));
+  c.fill_round(2);
+  ASSERT_TRUE(c.sites[0]->begin_round(2, c.local[0], c.net.now_, *c.ports[0]));
+  ASSERT_TRUE(c.sites[1]->begin_round(2, c.local[1], c.net.now_, *c.ports[1]));
+  ASSERT_TRUE(c.run_until(kSecond, [&] { return c.sites[2]->peer_began(2); }));
+  EXPECT_GE(c.sites[2]->stats().early_data, 1u);
+  EXPECT_FALSE(c.sites[2]->peer_began(3));
+  ASSERT_TRUE(c.sites[2]->begin_round(2, c.local[2], c.net.now_, *c.ports[2]));
+  EXPECT_FALSE(c.sites[2]->peer_began(2));  // running: nothing to begin
+  ASSERT_TRUE(c.run_until(10 * kSecond, [&] {
+    return c.sites[0]->round_done() && c.sites[1]->round_done() && c.sites[2]->round_done();
+  }));
+  const auto m = c.mean();
+  for (int i = 0; i < 3; ++i) {
+    auto r = c.sites[i]->result();
+    for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(r[k], m[k], 1e-5 * (1 + std::abs(m[k]))) << i << " " << k;
+  }
+}
+
 // One shard down a chain 0 -> 1 -> ... -> n-1 (root). Store-and-forward would cost a full
 // shard time per hop, twice; chunk-by-chunk forwarding overlaps the hops.
 TEST(SiteSync, ChainForwardsChunkByChunk) {
