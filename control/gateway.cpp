@@ -485,7 +485,7 @@ void Gateway::print_job_summary(const JobStack& js) const {
                 (unsigned long long)rc.stale_updates.get(),
                 static_cast<double>(std::max<int64_t>(0, rc.update_lag_ns.load())) / 1e6);
   std::printf("[%s] job %u: %llu rounds of %llu bytes, mean round %.1f ms, early closes %llu, bubbles up %llu down %llu, "
-              "timeouts %llu, peers moved on %llu, retransmits %llu, send timeouts %llu, early DATA %llu%s\n",
+              "timeouts %llu, peers moved on %llu, retransmits %llu, RTO expiries %llu, early DATA %llu%s\n",
               c.site.name.c_str(), c.job.id, (unsigned long long)n, (unsigned long long)c.job.model_bytes,
               n ? rc.round_ns_total.get() / 1e6 / n : 0.0, (unsigned long long)rc.early_closes.get(),
               (unsigned long long)rc.up_bubbles.get(), (unsigned long long)rc.down_bubbles.get(),

@@ -8,11 +8,14 @@ each of --rtts round trips, --mbit each way), through the stormgate gateways and
   gloo       plain DDP over a gloo process group spanning the sites (its own bucket overlap),
              the gateway namespaces routing in the kernel over the same emulated WAN.
 
-Model: an MLP with 1.38 M parameters (5.5 MB of float32 gradient per step), batch --batch (4096: backward about 0.3 s on one core, as long as the WAN transfer) at
-site 1. Site 2 trains the same model on a batch of 1 (--peers light, default), so that its
-gradient is ready at once and only site 1's compute shares this 2-core machine with the
-gateways and the emulator (between data centers every site computes on its own hardware);
---peers train gives site 2 the full batch too. Every site must end with identical parameters.
+Model: an MLP with 1.38 M parameters (5.5 MB of float32 gradient per step), batch --batch
+(4096: backward about as long as the WAN transfer) at both sites (--peers train, default), so
+that each site's upload is on its step's critical path, as between data centers where every
+site computes. Both trainings then share this 2-core machine with the gateways and the
+emulator. --peers light gives site 2 a batch of 1: its gradient is ready at once and reaches
+site 1 during site 1's backward, whichever hook site 1 uses (its gateway begins the round at
+the peer's first DATA), so there is little for the overlapping hook to hide. Every site must
+end with identical parameters.
 
 Figures (per WAN, suffix _rtt<ms>): step_ratio_overlap_vs_sequential (median overlapped step / median sequential step at
 site 1; target at most 0.8 where backward and the WAN transfer are comparable: backward_s and
@@ -207,7 +210,7 @@ def main():
                     help="the gateways' ports (scripts/testbed --pmd); with af_xdp gloo runs through the same "
                          "gateways, idle, whose kernels route its TCP")
     ap.add_argument("--loss", type=float, default=0.0, help="random loss per packet, each direction")
-    ap.add_argument("--peers", choices=["light", "train"], default="light",
+    ap.add_argument("--peers", choices=["light", "train"], default="train",
                     help="light: site 2 trains on a batch of 1 (its gradient is ready at once); train: the full batch")
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
