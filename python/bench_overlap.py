@@ -62,19 +62,31 @@ def worker(a):
     torch.manual_seed(0)  # the same initial parameters everywhere (stormgate: no broadcast needed)
     model = make_model(torch)
     nparams = sum(p.numel() for p in model.parameters())
-    batch = a.batch if rank == 0 or a.peers == "train" else 1
+    batch = a.batch if rank == 0 or a.peers != "light" else 1
     g = torch.Generator().manual_seed(100 + rank)
     x = torch.randn(batch, IN, generator=g)
     y = torch.randint(0, 10, (batch,), generator=g)
 
-    # Compute alone (no DDP, no hook): what backward costs here.
+    # Compute alone (no DDP, no hook): what forward and backward cost here.
     plain = make_model(torch)
-    bw = []
+    fw, bw = [], []
     for _ in range(3):
-        loss = torch.nn.functional.cross_entropy(plain(x), y)
         t0 = time.perf_counter()
+        loss = torch.nn.functional.cross_entropy(plain(x), y)
+        t1 = time.perf_counter()
         loss.backward()
-        bw.append(time.perf_counter() - t0)
+        bw.append(time.perf_counter() - t1)
+        fw.append(t1 - t0)
+    # --peers emulated: site 2 takes as long as its full batch would, sleeping instead of
+    # computing (forward before backward; backward spread over the layers, so that DDP hands
+    # its buckets over one by one), a site with hardware of its own.
+    emulate = rank != 0 and a.peers == "emulated"
+    if emulate:
+        x, y = x[:1], y[:1]
+        per_layer = min(bw) / (DEPTH + 1)  # min: both sites measure at once, on shared cores
+        for m in model:
+            if isinstance(m, torch.nn.Linear):
+                m.register_full_backward_hook(lambda mod, gin, gout: time.sleep(per_layer))
 
     if a.backend == "stormgate":
         import stormgate
@@ -99,6 +111,8 @@ def worker(a):
         t0 = time.perf_counter()
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(ddp(x), y)
+        if emulate:
+            time.sleep(min(fw))
         tb = time.perf_counter()
         loss.backward()
         opt.step()
@@ -210,8 +224,9 @@ def main():
                     help="the gateways' ports (scripts/testbed --pmd); with af_xdp gloo runs through the same "
                          "gateways, idle, whose kernels route its TCP")
     ap.add_argument("--loss", type=float, default=0.0, help="random loss per packet, each direction")
-    ap.add_argument("--peers", choices=["light", "train"], default="train",
-                    help="light: site 2 trains on a batch of 1 (its gradient is ready at once); train: the full batch")
+    ap.add_argument("--peers", choices=["emulated", "light", "train"], default="emulated",
+                    help="emulated: site 2 takes a full batch's time, sleeping instead of computing; light: "
+                         "site 2 trains on a batch of 1 (its gradient is ready at once); train: the full batch")
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     if a.quick:
