@@ -651,6 +651,11 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
         return {ErrorCode::kProtocol, "gateway " + gw + " sent a result of another size: its job.model_bytes " +
                                           "does not match this gradient (" + std::to_string(n) + " values = " + std::to_string(n * 4) +
                                           " model bytes)"};
+      if (opts_.exact && m.result.bubbles() > 0)  // exact: never this worker's own values in place of the mean
+        return {ErrorCode::kProtocol, "gateway " + gw + ": round " + std::to_string(round) + " of exact job " +
+                                          std::to_string(opts_.job) + " came back with " +
+                                          std::to_string(m.result.bubbles()) + " of " + std::to_string(chunks) +
+                                          " chunks missing (the round ended without them: a peer or the job gone)"};
       if (target != out) std::memcpy(out, target, n * es);
       m.stats.rounds++;
       m.stats.push_retransmits += m.push->stats().retransmits;

@@ -186,9 +186,12 @@ void Registry::on_announce(uint16_t site, const JobSpec& spec, JobStatus status,
   }
   if (status == JobStatus::kEnded) {
     if (it == jobs_.end()) return;
-    it->second.peer_status[site] = status;
-    if (it->second.v.status == JobStatus::kRunning)
-      end(it->second, "site " + std::to_string(site) + " ended it (" + std::string(text) + ")", now);
+    Entry& e = it->second;
+    e.peer_status[site] = status;
+    if (e.v.status != JobStatus::kRunning || e.peer_ended_at >= 0) return;
+    e.peer_end = "site " + std::to_string(site) + " ended it (" + std::string(text) + ")";
+    e.peer_ended_at = now;
+    if (!e.v.built || (e.v.spec.workers > 0 && e.left.size() >= e.v.spec.workers)) end(e, e.peer_end, now);
     return;
   }
   if (!live(status)) return;
@@ -260,6 +263,9 @@ std::vector<Announcement> Registry::tick(Nanos now) {
       char why[96];
       std::snprintf(why, sizeof why, "idle for %.0f s (admission.idle_timeout_s)", seconds(now - e.last_activity));
       end(e, why, now);
+    } else if (live(e.v.status) && e.peer_ended_at >= 0 &&
+               now - std::max(e.peer_ended_at, e.last_activity) >= cfg_.peer_end_grace) {
+      end(e, e.peer_end, now);
     }
     if (!live(e.v.status) && !e.v.built && now - e.ended_at >= cfg_.refusal_hold) {
       it = jobs_.erase(it);

@@ -21,8 +21,12 @@
 //               hold, workers that join again are judged afresh (memory may have freed up).
 //   end         When every worker of the site left (kLeave), or nothing happened for
 //               `idle_timeout` (no round completed, no worker message), or a peer announced
-//               it ended while it ran here. The job's cost returns to the budget once the
-//               gateway stopped it (stopped()). Ended jobs are announced for `refusal_hold`.
+//               it ended while it ran here -- then once this site's workers left too, or
+//               nothing happened here for `peer_end_grace`: a peer's workers leave after
+//               their last result, while this site's last round may still be on its way
+//               (ending it then would cut its result short). The job's cost returns to the
+//               budget once the gateway stopped it (stopped()). Ended jobs are announced for
+//               `refusal_hold`.
 //   pinned      Jobs from the YAML: running from the start, never ended, never refused
 //               (their cost is outside the budget); workers joining them must match them.
 #pragma once
@@ -57,6 +61,7 @@ struct RegistryConfig {
   Nanos announce_interval = 200 * kMilli;
   Nanos idle_timeout = 300 * kSecond;  // 0: never
   Nanos refusal_hold = 3 * kSecond;
+  Nanos peer_end_grace = 5 * kSecond;  // a peer ended it: quiet this long here, then end
 };
 
 // A job's cost, or an error naming what is wrong with its definition (a config key).
@@ -125,6 +130,8 @@ class Registry {
     std::vector<uint16_t> left;  // worker nodes that left
     Nanos last_activity = 0;
     Nanos ended_at = 0;          // refused / ended: when (the hold counts from it)
+    Nanos peer_ended_at = -1;    // a peer announced it ended (while it runs here)
+    std::string peer_end;        // that peer's reason
     bool reserved = false;       // its cost counts against the budget
   };
   // Admits `spec` defined by `site` (self or a peer): a new pending entry, or a refused one.

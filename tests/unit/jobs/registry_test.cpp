@@ -190,6 +190,35 @@ TEST(Registry, AnIdleJobEndsEverywhereAndFreesItsCost) {
   EXPECT_EQ(c.at(1).find(7), nullptr) << "forgotten after the hold";
 }
 
+// A peer's workers leave after their last result while this site's last round may still be
+// on its way: the peer's end ends the job here once this site's workers left too, or after
+// peer_end_grace with no round completed here (a CI run once cut a site's last round short).
+TEST(Registry, APeersEndWaitsForThisSitesWorkersOrItsQuiet) {
+  Cluster c(2);
+  c.at(1).on_join(job(7, kMiB, 1), 0x8000, 0);
+  c.at(1).on_join(job(8, kMiB, 1), 0x8001, 0);
+  c.step();
+  c.step();
+  ASSERT_EQ(c.status(2, 7), JobStatus::kRunning);
+  ASSERT_EQ(c.status(2, 8), JobStatus::kRunning);
+  c.at(1).on_leave(7, 0x8000, c.now);
+  c.at(1).on_leave(8, 0x8001, c.now);
+  EXPECT_EQ(c.status(1, 7), JobStatus::kEnded);
+  c.step();
+  EXPECT_EQ(c.status(2, 7), JobStatus::kRunning) << "site 2's last round may still run";
+  EXPECT_EQ(c.status(2, 8), JobStatus::kRunning);
+  c.at(2).on_leave(7, 0x8000, c.now);  // site 2's worker of job 7 got its result and left
+  EXPECT_EQ(c.status(2, 7), JobStatus::kEnded);
+  for (int i = 0; i < 20; ++i) {  // job 8 still completes rounds at site 2 for 4 s
+    c.at(2).on_activity(8, c.now);
+    c.step();
+  }
+  EXPECT_EQ(c.status(2, 8), JobStatus::kRunning);
+  c.step(5 * kSecond);  // then nothing for peer_end_grace
+  EXPECT_EQ(c.status(2, 8), JobStatus::kEnded);
+  EXPECT_NE(c.at(2).find(8)->reason.find("site 1 ended it"), std::string::npos) << c.at(2).find(8)->reason;
+}
+
 TEST(Registry, ARestartedGatewayRelearnsItsJobsFromItsPeers) {
   Cluster c(3);
   c.at(1).on_join(job(7, kMiB), 0x8000, 0);
