@@ -18,6 +18,9 @@
 
 namespace sg::ctl {
 
+// How long an ended job may keep its round under way before the gateway tears it down anyway.
+constexpr Nanos kStopGrace = 30 * kSecond;
+
 Gateway::~Gateway() {
   if (running_) stop();
 }
@@ -334,6 +337,13 @@ void Gateway::sync_jobs(Nanos now) {
   for (uint32_t id : reg.to_stop()) {
     auto it = std::find_if(stacks_.begin(), stacks_.end(), [&](const auto& js) { return js->cfg.job.id == id; });
     if (it != stacks_.end()) {
+      // A round under way still sends to the peers (results down the tree, acknowledgements):
+      // its workers got their results chunk by chunk and left, but a peer's may not have. The
+      // job goes once that round ended here, or kStopGrace after it was ended.
+      JobStack& st = **it;
+      if (st.stop_wanted_at < 0) st.stop_wanted_at = now;
+      if (st.lead->counters().round_open.load(std::memory_order_relaxed) && now - st.stop_wanted_at < kStopGrace)
+        continue;
       const jobs::JobView* v = reg.find(id);
       SG_LOG(INFO, control, "job %u: %s (%s); its state is freed\n", id, v ? wire::job_status_name(v->status) : "ended",
              v ? v->reason.c_str() : "");

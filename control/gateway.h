@@ -70,6 +70,7 @@ struct JobStack {
   std::unique_ptr<PolicyAgent> agent;
   std::vector<LinkView> link_views;  // guarded by Gateway::view_mu_
   uint64_t rounds_seen = 0;          // the lead's rounds at the last look (idle detection)
+  Nanos stop_wanted_at = -1;         // ended while its round was under way: when
   std::unique_ptr<JobWorkerKeys> worker_keys;  // an announced job's own token (admission.token_file)
 };
 

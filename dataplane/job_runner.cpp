@@ -377,6 +377,7 @@ unsigned JobRunner::follow_st(Nanos now) {
 // Lead: the round ended at every engine.
 void JobRunner::count_round_st(Nanos now) {
   checked_ = true;
+  c_.round_open.store(false, std::memory_order_relaxed);
   const auto& s = sync_->stats();
   c_.rounds.add();
   c_.early_closes.add(s.early_closes - last_.early_closes);
@@ -490,6 +491,7 @@ unsigned JobRunner::poll_st(Nanos now) {
           maybe_switch_policy_st(group_->round());
           take_live_st(group_->round());
           if (sync_->begin_round(group_->round(), group_->contribution_buffer(), now, tx_, true)) {
+            c_.round_open.store(true, std::memory_order_relaxed);
             round_ = group_->round();
             checked_ = false;
             begin_followers_st(round_, true);
@@ -509,6 +511,7 @@ unsigned JobRunner::poll_st(Nanos now) {
         fill_local(next);
         take_live_st(next);
         if (sync_->begin_round(next, local_, now, tx_)) {
+          c_.round_open.store(true, std::memory_order_relaxed);
           round_ = next;
           checked_ = false;
           begin_followers_st(round_, false);

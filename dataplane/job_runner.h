@@ -51,6 +51,9 @@ struct RoundCounters {
   Counter stale_updates;  // selmcast: updates too old for sync.staleness, refused
   std::atomic<uint64_t> last_round{0}, last_round_ns{0}, policy_version{0}, switch_round{0};
   std::atomic<uint32_t> wanted_round{0};  // the round the lead waits to begin (gate closed)
+  // The lead's round is under way (begun, not yet ended at every engine): its transfers to
+  // the peers may still run, so the gateway does not tear the job down under it.
+  std::atomic<bool> round_open{false};
   // The site's load, smoothed: from a round's result leaving for the workers to their next
   // update complete (-1: not measured yet, or no workers). The control plane's rows carry it:
   // SelMCast's receiver choice and adaptive compression's compute time.
