@@ -61,7 +61,10 @@ struct RegistryConfig {
   Nanos announce_interval = 200 * kMilli;
   Nanos idle_timeout = 300 * kSecond;  // 0: never
   Nanos refusal_hold = 3 * kSecond;
-  Nanos peer_end_grace = 5 * kSecond;  // a peer ended it: quiet this long here, then end
+  // A peer ended it: quiet this long here, then end. Shorter than refusal_hold, so that the
+  // peer still holds its ended record when this site announces the end (after the hold it
+  // would take this site's "running" for a new job).
+  Nanos peer_end_grace = 2 * kSecond;
 };
 
 // A job's cost, or an error naming what is wrong with its definition (a config key).

@@ -214,7 +214,9 @@ TEST(Registry, APeersEndWaitsForThisSitesWorkersOrItsQuiet) {
     c.step();
   }
   EXPECT_EQ(c.status(2, 8), JobStatus::kRunning);
-  c.step(5 * kSecond);  // then nothing for peer_end_grace
+  c.step(kSecond);  // then nothing: half of peer_end_grace
+  EXPECT_EQ(c.status(2, 8), JobStatus::kRunning);
+  c.step(kSecond);
   EXPECT_EQ(c.status(2, 8), JobStatus::kEnded);
   EXPECT_NE(c.at(2).find(8)->reason.find("site 1 ended it"), std::string::npos) << c.at(2).find(8)->reason;
 }
