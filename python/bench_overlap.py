@@ -9,10 +9,11 @@ each of --rtts round trips, --mbit each way), through the stormgate gateways and
              the gateway namespaces routing in the kernel over the same emulated WAN.
 
 Model: an MLP with 1.38 M parameters (5.5 MB of float32 gradient per step), batch --batch
-(4096: backward about as long as the WAN transfer) at both sites (--peers train, default), so
-that each site's upload is on its step's critical path, as between data centers where every
-site computes. Both trainings then share this 2-core machine with the gateways and the
-emulator. --peers light gives site 2 a batch of 1: its gradient is ready at once and reaches
+(4096: backward about as long as the WAN transfer) at site 1. Site 2 (--peers emulated, default)
+takes as long as that batch would, sleeping instead of computing, so that each site's upload is
+on its step's critical path, as between data centers where every site computes on its own
+hardware, while only site 1 computes on this 2-core machine. --peers train computes both
+(the two trainings then share the cores with the gateways and the emulator). --peers light gives site 2 a batch of 1: its gradient is ready at once and reaches
 site 1 during site 1's backward, whichever hook site 1 uses (its gateway begins the round at
 the peer's first DATA), so there is little for the overlapping hook to hide. Every site must
 end with identical parameters.
