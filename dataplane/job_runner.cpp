@@ -92,6 +92,7 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
                                                                      : cfg.job.round_timeout_ms / 2) * kMilli;
     lc.seed = cfg.site.id * 7919ull;
     lc.receiver.ack_batch = true;  // as wan_receiver's
+    lc.results.max_window = static_cast<uint64_t>(cfg.transport.lan_window_kb) * 1024;
     group_ = std::make_unique<sync::LocalGroup>(lc);
     tx_.set_workers(cfg.job.workers, cfg.transport.udp_port);
   }

@@ -90,6 +90,9 @@ struct TransportConfig {
   BubbleFill bubble_fill = BubbleFill::kZero;
   RateController rate_controller = RateController::kLtp;
   uint32_t initial_rate_mbit = 100;
+  // Results to this site's workers cross the LAN with this many KiB in flight per worker,
+  // unpaced (ltp::WindowController): a rate model cannot learn a path of microseconds.
+  uint32_t lan_window_kb = 256;
   // One congestion state per peer link, drawn on by every sender toward that peer (every
   // shard's transfer of every job: ltp::LinkShare): always (kOn), never (kOff: one job only),
   // or with several jobs or announced ones (kAuto). The AIMD baseline keeps its own always.

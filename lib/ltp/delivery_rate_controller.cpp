@@ -31,6 +31,7 @@ void DeliveryRateController::reset(Nanos now, uint32_t mss) {
   dark_ = false;
   full_bw_count_ = 0;
   next_round_delivered_ = 0;
+  round_stamp_ = now;
   cycle_ = 0;
   cycle_start_ = now;
   inflight_ = 0;
@@ -64,8 +65,12 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
   bool round_start = false;
   round_acked_ += ev.acked_bytes;
   if (ev.acked_bytes > 0) ++round_acked_pkts_;
-  if (ev.prior_delivered >= next_round_delivered_ && ev.acked_bytes > 0) {
+  // A round trip is at least rtt_floor long: on a LAN of a few microseconds a packet-timed
+  // round would be about one packet, and the filter's ten rounds would remember too little
+  // to ride over a receiver's scheduling stall.
+  if (ev.prior_delivered >= next_round_delivered_ && ev.acked_bytes > 0 && ev.now - round_stamp_ >= cfg_.rtt_floor) {
     next_round_delivered_ = ev.delivered;
+    round_stamp_ = ev.now;
     round_start = true;
     const uint64_t pkts = round_lost_pkts_ + round_acked_pkts_;
     const bool overload = pkts >= cfg_.congestion_min_packets &&
@@ -108,7 +113,10 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
     cycle_ = 2;  // start in a neutral phase
     cycle_start_ = ev.now;
   }
-  if (mode_ == Mode::kProbeBw && min_rtt_ > 0 && ev.now - cycle_start_ >= min_rtt_) {
+  // Each gain phase lasts a (floored) round trip: on a LAN, a phase of one 5-us min_rtt is
+  // shorter than one packet at the paced rate, so the 1.25 phase would never send the extra
+  // data that measures a faster path, and the rate learnt once would stay for good.
+  if (mode_ == Mode::kProbeBw && min_rtt_ > 0 && ev.now - cycle_start_ >= std::max(min_rtt_, cfg_.rtt_floor)) {
     cycle_ = (cycle_ + 1) % kCycle.size();
     cycle_start_ = ev.now;
   }
@@ -176,7 +184,7 @@ void DeliveryRateController::on_loss(const LossEvent& ev) {
 
 uint64_t DeliveryRateController::cwnd_bytes() const {
   const uint64_t floor = 4ull * mss_;
-  const double rtt = static_cast<double>(std::max(min_rtt_, cfg_.cwnd_rtt_floor)) / 1e9;
+  const double rtt = static_cast<double>(std::max(min_rtt_, cfg_.rtt_floor)) / 1e9;
   if (mode_ == Mode::kResume) {
     const double bdp = resume_bw_ * rtt;
     return std::max<uint64_t>(static_cast<uint64_t>(std::max(gain(), cfg_.cwnd_gain) * bdp), floor);

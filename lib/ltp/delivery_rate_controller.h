@@ -54,12 +54,13 @@ struct DeliveryRateConfig {
   uint32_t congestion_min_packets = 20;  // ... once a round has at least this many packets
   Nanos keep_path_for = 10 * kSecond;   // path model kept over idle gaps this long; 0 = never
   double resume_confirm = 0.85;         // ACK rate / kept rate that confirms the kept model
-  // The window covers at least this much time at the bottleneck rate. On a LAN the round
-  // trip is tens of microseconds, but a receiver (or this sender's engine) that sleeps when
+  // The model's time scale: the window covers at least this much time at the bottleneck
+  // rate, and a filter round and a probe_bw phase last at least this long. On a LAN the round
+  // trip is a few microseconds, but a receiver (or this sender's engine) that sleeps when
   // idle answers ~55 us later (Linux timer slack): a window of 2 x rate x min_rtt then stalls
-  // every few packets and the delivery rate learnt is the stalled one. No effect on paths
-  // whose round trip is longer.
-  Nanos cwnd_rtt_floor = 200 * kMicro;
+  // every few packets, a probe phase is shorter than one packet, and the delivery rate learnt
+  // is the stalled one, for good. No effect on paths whose round trip is longer.
+  Nanos rtt_floor = 200 * kMicro;
 };
 
 class DeliveryRateController final : public RateController {
@@ -100,6 +101,7 @@ class DeliveryRateController final : public RateController {
   double full_bw_ = 0;
   int full_bw_count_ = 0;
   uint64_t next_round_delivered_ = 0;
+  Nanos round_stamp_ = 0;     // when the current filter round began
   Nanos min_rtt_ = 0;
   Nanos min_rtt_stamp_ = 0;
   size_t cycle_ = 0;

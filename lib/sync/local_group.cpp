@@ -4,13 +4,14 @@
 #include <cstring>
 
 #include "compress/accumulate.h"
-#include "ltp/delivery_rate_controller.h"
+#include "ltp/window_controller.h"
 #include "wire/ltp_codec.h"
 
 namespace sg::sync {
 
 struct LocalGroup::Out {
-  ltp::DeliveryRateController rc;
+  explicit Out(const ltp::WindowConfig& c) : rc(c) {}
+  ltp::WindowController rc;  // the LAN's: a window, no rate model (window_controller.h)
   std::unique_ptr<ltp::Sender> sender;
   bool started = false;
   bool counted = false;  // its end was looked at (result_timeouts)
@@ -64,7 +65,7 @@ LocalGroup::LocalGroup(const LocalGroupConfig& cfg) : cfg_(cfg), rng_(cfg.seed),
   result_.assign(cfg_.model_floats, 0.0f);
   res_missing_.assign(chunks_, 0);
   for (uint32_t w = 0; w < cfg_.workers; ++w) {
-    outs_.push_back(std::make_unique<Out>());
+    outs_.push_back(std::make_unique<Out>(cfg_.results));
     ltp::SenderConfig sc = cfg_.sender;
     sc.local_node = cfg_.gateway_node;
     sc.peer_node = static_cast<uint16_t>(kWorkerNodeBase + w);

@@ -56,6 +56,7 @@
 #include "common/rng.h"
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
+#include "ltp/window_controller.h"
 
 namespace sg::sync {
 
@@ -83,6 +84,7 @@ struct LocalGroupConfig {
   // there would turn an overloaded gateway's drops into silently inexact site means.
   ltp::ReceiverConfig receiver = reliable_receiver();
   ltp::SenderConfig sender;          // nodes and max_chunks set per worker
+  ltp::WindowConfig results;         // each worker's result transfer: a window, unpaced
   uint64_t seed = 1;
 };
 

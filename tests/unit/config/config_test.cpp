@@ -391,6 +391,19 @@ TEST(ConfigDataplane, SpinPollsReadAndBounded) {
   EXPECT_EQ(e.key_path, "dataplane.spin_polls");
 }
 
+TEST(ConfigTransport, LanWindowInKibWithinItsRange) {
+  LoadResult d = load_keyed(kMinimal, "t.yaml");
+  ASSERT_TRUE(d.config) << all_errors(d);
+  EXPECT_EQ(d.config->transport.lan_window_kb, 256u);
+  LoadResult r = load_keyed(std::string(kMinimal) + "transport: {lan_window_kb: 2048}\n", "t.yaml");
+  ASSERT_TRUE(r.config) << all_errors(r);
+  EXPECT_EQ(r.config->transport.lan_window_kb, 2048u);
+  for (const char* bad : {"8", "65537", "-1", "big"}) {
+    ConfigError e = one_error(std::string(kMinimal) + "transport: {lan_window_kb: " + bad + "}\n");
+    EXPECT_EQ(e.key_path, "transport.lan_window_kb") << bad;
+  }
+}
+
 TEST(ConfigTransport, LinkShareAutoByDefaultAndOffOnlyForOneJob) {
   LoadResult d = load_keyed(kMinimal, "t.yaml");
   ASSERT_TRUE(d.config) << all_errors(d);

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "bottleneck.h"
 #include "ltp/aimd_controller.h"
 #include "ltp/delivery_rate_controller.h"
+#include "ltp/window_controller.h"
 
 namespace sg::ltp {
 namespace {
@@ -107,7 +110,7 @@ struct Feed {
   Nanos rtt = 10 * kMilli;
 };
 
-// A LAN path of 20 us: the window still covers cwnd_rtt_floor (200 us) at the measured rate,
+// A LAN path of 20 us: the window still covers rtt_floor (200 us) at the measured rate,
 // so a receiver or engine that answers ~55 us late (timer slack) does not stall the sender;
 // a path whose round trip is longer is unaffected.
 TEST(DeliveryRate, WindowCoversTheRttFloorOnAShortPath) {
@@ -124,6 +127,81 @@ TEST(DeliveryRate, WindowCoversTheRttFloorOnAShortPath) {
   const uint64_t wan = window_after(2 * kMilli);
   EXPECT_GE(wan, static_cast<uint64_t>(d.cwnd_gain * 1e9 * 2e-3 * 0.99));
   EXPECT_LE(wan, static_cast<uint64_t>(d.cwnd_gain * 1e9 * 2e-3 * 1.01)) << "a longer path keeps 2 x its BDP";
+}
+
+// A LAN path of 5 us, ACKed every microsecond (each ACK opens a packet-timed round): the
+// model's time scale is rtt_floor, not min_rtt. Its 1.25 probe phase lasts ~200 us, so it
+// sends the extra data that would show a faster path (a 5-us phase is shorter than one
+// packet at the paced rate), and its filter remembers a rate for ten floored rounds, not
+// ten microseconds of one busy moment.
+struct LanFeed {
+  LanFeed() { c.reset(0, kMss); }
+  void acks(Nanos span, double rate) {
+    for (Nanos end = now + span; now < end;) {
+      now += kMicro;
+      AckEvent a;
+      a.now = now;
+      a.acked_bytes = kMss;
+      a.prior_delivered = delivered;
+      delivered += kMss;
+      a.delivered = delivered;
+      a.delivery_rate = rate;
+      a.rtt = 5 * kMicro;
+      a.inflight_bytes = 0;
+      c.on_ack(a);
+      const bool probing = c.mode() == 2 && c.pacing_rate() > 1.2 * c.btlbw();
+      run = probing ? run + kMicro : 0;
+      longest_probe = std::max(longest_probe, run);
+    }
+  }
+  DeliveryRateController c;
+  Nanos now = 0, run = 0, longest_probe = 0;
+  uint64_t delivered = 0;
+};
+
+TEST(DeliveryRate, ProbePhasesAndFilterRoundsLastTheRttFloorOnALan) {
+  LanFeed f;
+  f.acks(10 * kMilli, 1e9);
+  ASSERT_EQ(f.c.mode(), 2) << "in probe_bw";
+  EXPECT_GE(f.longest_probe, 190 * kMicro) << "the 1.25 phase lasts rtt_floor, not 5 us";
+  // One busy millisecond at half the rate: five floored rounds, the filter keeps the path's.
+  f.acks(1 * kMilli, 5e8);
+  EXPECT_DOUBLE_EQ(f.c.btlbw(), 1e9);
+  f.acks(3 * kMilli, 5e8);
+  EXPECT_DOUBLE_EQ(f.c.btlbw(), 5e8) << "ten floored rounds at the new rate replace it";
+}
+
+// The LAN's controller: a window, kept across transfers, halved once per loss episode.
+TEST(LanWindow, UnpacedWindowHalvedOncePerEpisodeAndRegrownByAcks) {
+  WindowConfig cfg;
+  cfg.max_window = 64 * kMss;
+  WindowController c(cfg);
+  c.reset(0, kMss);
+  EXPECT_EQ(c.pacing_rate(), 0.0) << "the port serialises; no pacing";
+  EXPECT_EQ(c.cwnd_bytes(), 64u * kMss) << "a LAN window is full from the first packet";
+  c.on_loss({100, kMss, 50, 64 * kMss, false});
+  EXPECT_EQ(c.cwnd_bytes(), 32u * kMss);
+  c.on_loss({101, kMss, 60, 64 * kMss, false});  // sent before the halving: the same episode
+  EXPECT_EQ(c.cwnd_bytes(), 32u * kMss);
+  AckEvent a;
+  a.now = 110;
+  a.acked_bytes = 4 * kMss;
+  a.newest_acked_send = 90;  // sent before the halving: no growth yet
+  c.on_ack(a);
+  EXPECT_EQ(c.cwnd_bytes(), 32u * kMss);
+  a.newest_acked_send = 105;
+  c.on_ack(a);
+  EXPECT_EQ(c.cwnd_bytes(), 36u * kMss) << "one byte per byte acknowledged";
+  for (int i = 0; i < 20; ++i) c.on_ack(a);
+  EXPECT_EQ(c.cwnd_bytes(), 64u * kMss) << "never past max_window";
+  c.on_loss({200, kMss, 150, 64 * kMss, false});
+  EXPECT_EQ(c.cwnd_bytes(), 32u * kMss) << "a later loss: a new episode";
+  c.on_loss({300, 32 * kMss, 250, 32 * kMss, true});
+  EXPECT_EQ(c.cwnd_bytes(), 8u * kMss) << "a timeout: min_window";
+  EXPECT_EQ(c.reductions(), 3u);
+  c.reset(400, kMss);
+  EXPECT_EQ(c.cwnd_bytes(), 8u * kMss) << "the next transfer starts from the path's window";
+  EXPECT_EQ(c.loss_detection().min_rto, 1 * kMilli);
 }
 
 TEST(DeliveryRate, PacesAtTheInitialRateUntilItMeasured) {
