@@ -500,7 +500,7 @@ void Gateway::print_job_summary(const JobStack& js) const {
               n ? rc.round_ns_total.get() / 1e6 / n : 0.0, (unsigned long long)rc.early_closes.get(),
               (unsigned long long)rc.up_bubbles.get(), (unsigned long long)rc.down_bubbles.get(),
               (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.peers_moved_on.get(),
-              (unsigned long long)rc.retransmits.get(), (unsigned long long)rc.send_timeouts.get(),
+              (unsigned long long)rc.retransmits.get(), (unsigned long long)rc.rto_expiries.get(),
               (unsigned long long)rc.early_data.get(), exact);
   if (js.runners.size() > 1 && stacks_.size() == 1) {
     // How the job spread over the engines (shards s % engines == q under the plan in force);

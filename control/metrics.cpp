@@ -148,8 +148,8 @@ std::string metrics_text(const Gateway& gw) {
           [](const RC& c, size_t) { return static_cast<double>(c.peers_moved_on.get()); });
   per_job("retransmits_total", "counter", "DATA retransmissions.",
           [](const RC& c, size_t) { return static_cast<double>(c.retransmits.get()); });
-  per_job("send_timeouts_total", "counter", "Retransmission timeouts of this site's transfers.",
-          [](const RC& c, size_t) { return static_cast<double>(c.send_timeouts.get()); });
+  per_job("rto_expiries_total", "counter", "Retransmission timeouts (RTO expiries) of this site's transfers.",
+          [](const RC& c, size_t) { return static_cast<double>(c.rto_expiries.get()); });
   per_job("early_data_total", "counter",
           "Peer DATA of a round this site had not begun yet: dropped, the peer resends.",
           [](const RC& c, size_t) { return static_cast<double>(c.early_data.get()); });

@@ -363,7 +363,7 @@ unsigned JobRunner::follow_st(Nanos now) {
                             ((s.timeouts - last_.timeouts) << 32) | ((s.peers_moved_on - last_.peers_moved_on) & 0xffffffffu)});
     c_.rounds.add();
     c_.stray.add(s.stray_acks - last_.stray_acks);
-    c_.send_timeouts.add(s.send_timeouts - last_.send_timeouts);
+    c_.rto_expiries.add(s.rto_expiries - last_.rto_expiries);
     c_.early_data.add(s.early_data - last_.early_data);
     last_ = s;
     ++work;
@@ -388,7 +388,7 @@ void JobRunner::count_round_st(Nanos now) {
   c_.peers_moved_on.add(s.peers_moved_on - last_.peers_moved_on);
   c_.retransmits.add(s.retransmits - last_.retransmits);
   c_.stray.add(s.stray_acks - last_.stray_acks);
-  c_.send_timeouts.add(s.send_timeouts - last_.send_timeouts);
+  c_.rto_expiries.add(s.rto_expiries - last_.rto_expiries);
   c_.early_data.add(s.early_data - last_.early_data);
   last_ = s;
   const Nanos end = links_.empty() ? sync_->round_finished() : std::max(sync_->round_finished(), last_done_at_);

@@ -36,7 +36,7 @@ namespace sg::dp {
 struct RoundCounters {
   Counter rounds, early_closes, up_bubbles, down_bubbles, timeouts, retransmits, stray;
   Counter peers_moved_on;  // a peer ran a later round: what it had not sent was given up
-  Counter send_timeouts;   // our transfers' retransmission timeouts
+  Counter rto_expiries;   // our transfers' retransmission timeouts
   Counter early_data;      // peer DATA of a round this site had not begun (dropped, resent)
   Counter values_checked, values_exact;  // synthetic job: result values equal to the exact mean
   Counter round_ns_total;

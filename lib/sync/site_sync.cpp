@@ -793,7 +793,7 @@ void SiteSync::finish_round_if_done(Nanos now) {
     if (!o->started) continue;
     stats_.bytes_sent += o->sender->stats().bytes_sent;
     stats_.retransmits += o->sender->stats().retransmits;
-    stats_.send_timeouts += o->sender->stats().timeouts;
+    stats_.rto_expiries += o->sender->stats().timeouts;
   }
 }
 

@@ -117,7 +117,7 @@ struct SyncStats {
   uint64_t stray_acks = 0;       // ACK/CLOSE for no running transfer of ours
   uint64_t bytes_sent = 0;       // LTP DATA payload bytes, first sends and retransmits
   uint64_t retransmits = 0;
-  uint64_t send_timeouts = 0;    // our transfers' retransmission timeouts (all in flight presumed lost)
+  uint64_t rto_expiries = 0;    // our transfers' retransmission timeouts (all in flight presumed lost)
   uint64_t early_data = 0;       // peer DATA of a round this site had not begun: dropped, resent
   uint64_t encoded_chunks = 0;   // chunks sent compressed (up: per link; down: at the root)
 };
