@@ -151,8 +151,11 @@ std::string metrics_text(const Gateway& gw) {
   per_job("rto_expiries_total", "counter", "Retransmission timeouts (RTO expiries) of this site's transfers.",
           [](const RC& c, size_t) { return static_cast<double>(c.rto_expiries.get()); });
   per_job("early_data_total", "counter",
-          "Peer DATA of a round this site had not begun yet: dropped, the peer resends.",
+          "Peer DATA of a round this site had not begun yet (held for it, or dropped and resent).",
           [](const RC& c, size_t) { return static_cast<double>(c.early_data.get()); });
+  per_job("early_data_held_total", "counter",
+          "Of the early DATA, what was held and replayed when the round began here.",
+          [](const RC& c, size_t) { return static_cast<double>(c.early_held.get()); });
   per_job("policy_version", "gauge", "The policy version in force.",
           [&](const RC&, size_t k) { return static_cast<double>(gw.policy_version(k)); });
   if (const JobDesk* desk = gw.desk()) {

@@ -8,6 +8,8 @@
 //   follower -> lead  kResult {round, a: first float, b: count}  (its SiteSync result buffer)
 //                     kDone   {round, a: early closes, b: bubbles up << 32 | down, c: retransmits, d: timeouts << 32 | peers moved on}
 //                     kCheck  {round, a: values checked, b: values exact}  (synthetic gradients)
+//                     kPeerBegan {round}  a peer's DATA of this next round reached the follower
+//                                         between rounds: the lead may begin it (as its own)
 //
 // Memory the messages name (the lead's contribution, a follower's result) is written before
 // the message is enqueued and read after it is dequeued (the ring orders them), and neither
@@ -28,7 +30,7 @@
 
 namespace sg::dp {
 
-enum class LinkMsg : uint32_t { kBegin = 1, kLocal, kResult, kDone, kCheck };
+enum class LinkMsg : uint32_t { kBegin = 1, kLocal, kResult, kDone, kCheck, kPeerBegan };
 
 struct EngineMsg {
   LinkMsg type{};

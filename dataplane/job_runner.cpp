@@ -298,6 +298,7 @@ unsigned JobRunner::lead_messages_st(Nanos now) {
             c_.values_checked.add(m[i].a);
             c_.values_exact.add(m[i].b);
             break;
+          case LinkMsg::kPeerBegan: followers_peer_began_ = std::max(followers_peer_began_, m[i].round); break;
           default: c_.link_stray.add(); break;
         }
       }
@@ -365,7 +366,14 @@ unsigned JobRunner::follow_st(Nanos now) {
     c_.stray.add(s.stray_acks - last_.stray_acks);
     c_.rto_expiries.add(s.rto_expiries - last_.rto_expiries);
     c_.early_data.add(s.early_data - last_.early_data);
+    c_.early_held.add(s.early_held - last_.early_held);
     last_ = s;
+    ++work;
+  }
+  // Peers' DATA of the next round reached this engine's shards first: the lead begins rounds.
+  if (const uint32_t next = sync_->round() + 1; reported_ && peer_began_told_ != next && sync_->peer_began(next)) {
+    peer_began_told_ = next;
+    lead_link_->up.push_st({LinkMsg::kPeerBegan, next, 0, 0, 0, 0});
     ++work;
   }
   if (now >= next_wake_) {
@@ -390,6 +398,7 @@ void JobRunner::count_round_st(Nanos now) {
   c_.stray.add(s.stray_acks - last_.stray_acks);
   c_.rto_expiries.add(s.rto_expiries - last_.rto_expiries);
   c_.early_data.add(s.early_data - last_.early_data);
+  c_.early_held.add(s.early_held - last_.early_held);
   last_ = s;
   const Nanos end = links_.empty() ? sync_->round_finished() : std::max(sync_->round_finished(), last_done_at_);
   const uint64_t took = static_cast<uint64_t>(end - sync_->round_started());
@@ -481,10 +490,13 @@ unsigned JobRunner::poll_st(Nanos now) {
           ++work;
         }
         // The WAN round begins with the round's first push, or as soon as a peer sent DATA of
-        // it (a peer's DATA of a round not begun here is dropped and resent only after its
-        // timeout, which grows while this site's workers compute), and takes the site's
-        // contribution chunk by chunk as the workers' copies complete (feed_local_st).
-        const bool start = delivered_ && (group_->round_started() || sync_->peer_began(group_->round()));
+        // it to any of this site's engines (a peer's DATA of a round not begun here is dropped
+        // and resent only after its timeout, which grows while this site's workers compute),
+        // and takes the site's contribution chunk by chunk as the workers' copies complete
+        // (feed_local_st).
+        const uint32_t r = group_->round();
+        const bool start = delivered_ && (group_->round_started() || sync_->peer_began(r) ||
+                                          (followers_peer_began_ == r && r == round_ + 1));
         if (start && !may_begin(group_->round())) {
           c_.gate_waits.add();
           c_.wanted_round.store(group_->round(), std::memory_order_relaxed);

@@ -37,7 +37,8 @@ struct RoundCounters {
   Counter rounds, early_closes, up_bubbles, down_bubbles, timeouts, retransmits, stray;
   Counter peers_moved_on;  // a peer ran a later round: what it had not sent was given up
   Counter rto_expiries;   // our transfers' retransmission timeouts
-  Counter early_data;      // peer DATA of a round this site had not begun (dropped, resent)
+  Counter early_data;      // peer DATA of a round this site had not begun
+  Counter early_held;      // ... of it held and replayed when the round began (the rest dropped, resent)
   Counter values_checked, values_exact;  // synthetic job: result values equal to the exact mean
   Counter round_ns_total;
   Counter policy_switches, samples_dropped;
@@ -207,7 +208,9 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   std::vector<const JobRunner*> followers_;
   std::vector<uint32_t> done_round_;
   Nanos last_done_at_ = 0;
+  uint32_t followers_peer_began_ = 0;  // the newest next round a follower saw a peer begin
   // Follower.
+  uint32_t peer_began_told_ = 0;       // the round whose early DATA went to the lead
   EngineLink* lead_link_ = nullptr;
   const JobRunner* lead_ = nullptr;
   bool reported_ = true;      // this round's end went to the lead

@@ -277,6 +277,15 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
   receiver_ = std::move(receiver);
   result_.assign(plan.model_bytes / 4, 0.0f);
   have_plan_ = true;
+  // Early DATA held for the next round: at most one model's chunks (it only grows, and keeps
+  // what it holds: a plan installed between rounds does not lose the peers' early DATA).
+  hold_slot_ = wire::data_msg_len(static_cast<uint16_t>(cfg_.chunk_bytes));
+  hold_cap_ = std::min<uint64_t>(cfg_.early_hold_packets, plan.model_bytes / cfg_.chunk_bytes + 1);
+  if (hold_len_.size() < hold_cap_) {
+    hold_.resize(hold_cap_ * hold_slot_);
+    hold_len_.resize(hold_cap_);
+  }
+  hold_n_ = std::min(hold_n_, hold_cap_);
   if (cfg_.wire_compression) {
     for (auto& l : links_) l = Link{};
     for (const topo::LinkCodec& c : plan.codecs)
@@ -359,6 +368,7 @@ bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos n
     if (sh.children.empty() && !local_streaming)
       for (uint32_t c = 0; c < sh.acc->chunk_count(); ++c) try_up(static_cast<int>(s), c);
   }
+  replay_held(round, now, tx);  // peers' DATA of this round that came before it began here
   advance(now, tx);
   return true;
 }
@@ -727,8 +737,55 @@ void SiteSync::peer_moved_on(int p, ltp::PacketSink& tx) {
   if (gave_up) ++stats_.peers_moved_on;
 }
 
+bool SiteSync::hold_early(std::span<const uint8_t> msg) {
+  // Not before this site's first round: gateways come up seconds apart, and a transfer held
+  // whole would end in a CLOSE without a single ACK, which leaves a spraying sender's paths
+  // unmeasured (the peers resend after their timeouts, as before).
+  if (hold_n_ >= hold_cap_ || msg.size() > hold_slot_ || round_ == 0) return false;
+  if (hold_n_ == 0) hold_round_ = round_ + 1;
+  if (hold_round_ != round_ + 1) return false;  // cannot happen: begin_round empties it
+  std::memcpy(hold_.data() + hold_n_ * hold_slot_, msg.data(), msg.size());
+  hold_len_[hold_n_++] = static_cast<uint16_t>(msg.size());
+  return true;
+}
+
+void SiteSync::replay_held(uint32_t round, Nanos now, ltp::PacketSink& tx) {
+  const size_t n = hold_n_;
+  hold_n_ = 0;
+  if (n == 0 || hold_round_ != round) return;
+  // Path by path, in bursts, each burst answered by its ACK. The receiver answers a burst with
+  // one ACK that names the path (and echoes the send time) of its last arrival; a spraying
+  // sender measures each path by the ACKs that name it, so one mixed replay would answer
+  // a single path and leave the others' sends unanswered.
+  constexpr size_t kBurst = 32;
+  auto path_of = [&](size_t i) {
+    return reinterpret_cast<const wire::DataHeader*>(hold_.data() + i * hold_slot_)->path_id.load();
+  };
+  replaying_ = true;
+  for (size_t first = 0; first < n;) {
+    const uint16_t path = path_of(first);
+    size_t in_burst = 0, next = n;
+    for (size_t i = first; i < n; ++i) {
+      if (hold_len_[i] == 0) continue;  // replayed with an earlier path
+      if (path_of(i) != path) {
+        next = std::min(next, i);
+        continue;
+      }
+      receiver_->on_packet(std::span<const uint8_t>(hold_.data() + i * hold_slot_, hold_len_[i]), now, *this, tx);
+      hold_len_[i] = 0;
+      if (++in_burst == kBurst) {
+        receiver_->poll(now, *this, tx);
+        in_burst = 0;
+      }
+    }
+    if (in_burst) receiver_->poll(now, *this, tx);
+    first = next;
+  }
+  replaying_ = false;
+}
+
 void SiteSync::on_sample(const ltp::ArrivalSample& s) {
-  if (samples_) samples_->on_sample(s);
+  if (samples_ && !replaying_) samples_->on_sample(s);
 }
 
 // Every child's transfer ended (or the round timed out): chunks still short of a copy are
@@ -808,6 +865,11 @@ void SiteSync::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSin
         const int src = index_of(common->src_node);  // only DATA of a later round gets here
         if (running_) peer_moved_on(src, tx);
         else if (h->round.load() == round_ + 1 && src >= 0 && src != self_) peer_began_ = round_ + 1;
+        if (h->round.load() == round_ + 1 && src >= 0 && src != self_ && hold_early(msg)) {
+          ++stats_.early_data;
+          ++stats_.early_held;
+          return;
+        }
       }
     }
     const uint64_t early = receiver_->stats().future_round;

@@ -103,6 +103,11 @@ struct SyncConfig {
   // for the reliable baseline.
   bool share_links = false;
   uint32_t weight = 1;
+  // DATA of the next round that arrives before this site begins it (a peer whose round ended
+  // sooner began the next at once) is held, up to this many packets (and one model's worth),
+  // and replayed when the round begins here. Dropped, each would cost the peer a resend about
+  // a round trip later. Allocated by set_plan; 0: dropped.
+  uint32_t early_hold_packets = 2048;
 };
 
 struct SyncStats {
@@ -118,7 +123,8 @@ struct SyncStats {
   uint64_t bytes_sent = 0;       // LTP DATA payload bytes, first sends and retransmits
   uint64_t retransmits = 0;
   uint64_t rto_expiries = 0;    // our transfers' retransmission timeouts (all in flight presumed lost)
-  uint64_t early_data = 0;       // peer DATA of a round this site had not begun: dropped, resent
+  uint64_t early_data = 0;       // peer DATA of a round this site had not begun
+  uint64_t early_held = 0;       // ... of it held and replayed when the round began (the rest dropped, resent)
   uint64_t encoded_chunks = 0;   // chunks sent compressed (up: per link; down: at the root)
 };
 
@@ -191,6 +197,7 @@ class SiteSync final : private ltp::ReceiverSink {
   // DATA is dropped until this site begins the round too (the sender resends), so a gateway
   // whose workers stream their update in begins at once rather than at their first push.
   bool peer_began(uint32_t round) const { return !running_ && peer_began_ == round && round == round_ + 1; }
+  size_t early_held_now() const { return hold_n_; }  // DATA of the next round held (tests)
   // Between rounds (a config reload): the timeout of the rounds begun from now on.
   void set_round_timeout(Nanos t) { cfg_.round_timeout = t; }
   uint32_t round() const { return round_; }
@@ -263,7 +270,16 @@ class SiteSync final : private ltp::ReceiverSink {
   ResultSink* results_ = nullptr;
   SyncStats stats_;
   uint32_t round_ = 0;
-  uint32_t peer_began_ = 0;  // round + 1 once a peer's DATA of it arrived between rounds
+  uint32_t peer_began_ = 0;
+  // Early DATA held for the next round (SyncConfig::early_hold_packets): hold_n_ messages of
+  // up to hold_slot_ bytes each, all of round hold_round_.
+  bool hold_early(std::span<const uint8_t> msg);
+  void replay_held(uint32_t round, Nanos now, ltp::PacketSink& tx);
+  std::vector<uint8_t> hold_;
+  std::vector<uint16_t> hold_len_;
+  size_t hold_slot_ = 0, hold_cap_ = 0, hold_n_ = 0;
+  uint32_t hold_round_ = 0;
+  bool replaying_ = false;  // arrival samples of held DATA would carry the replay's time  // round + 1 once a peer's DATA of it arrived between rounds
   bool running_ = false;
   bool done_ = false;
   Nanos started_ = 0, finished_ = 0;

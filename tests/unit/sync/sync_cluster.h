@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <queue>
@@ -130,7 +131,8 @@ struct Cluster {
   std::vector<std::vector<float>> local;
 
   Cluster(int n, uint64_t model_bytes, int shards, Nanos delay, double loss, uint64_t seed, bool reliable = false,
-          const topo::Plan* given = nullptr, bool compression = false, bool share_links = false)
+          const topo::Plan* given = nullptr, bool compression = false, bool share_links = false,
+          const std::function<void(SyncConfig&)>& tweak = {})
       : net(n, delay, loss, seed) {
     const topo::Plan plan = given ? *given : make_plan(n, model_bytes, shards);
     EXPECT_EQ(topo::validate(plan), topo::PlanError::kOk);
@@ -144,6 +146,7 @@ struct Cluster {
       c.seed = seed + i;
       c.wire_compression = compression;
       c.share_links = share_links;
+      if (tweak) tweak(c);
       ports.push_back(std::make_unique<Net::Port>(net, i));
       sites.push_back(std::make_unique<SiteSync>(c));
       EXPECT_TRUE(sites.back()->set_plan(plan, 1));
