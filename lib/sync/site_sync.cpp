@@ -284,6 +284,7 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
   if (hold_len_.size() < hold_cap_) {
     hold_.resize(hold_cap_ * hold_slot_);
     hold_len_.resize(hold_cap_);
+    hold_at_.resize(hold_cap_);
   }
   hold_n_ = std::min(hold_n_, hold_cap_);
   if (cfg_.wire_compression) {
@@ -745,6 +746,7 @@ bool SiteSync::hold_early(std::span<const uint8_t> msg) {
   if (hold_n_ == 0) hold_round_ = round_ + 1;
   if (hold_round_ != round_ + 1) return false;  // cannot happen: begin_round empties it
   std::memcpy(hold_.data() + hold_n_ * hold_slot_, msg.data(), msg.size());
+  hold_at_[hold_n_] = now_;
   hold_len_[hold_n_++] = static_cast<uint16_t>(msg.size());
   return true;
 }
@@ -771,6 +773,12 @@ void SiteSync::replay_held(uint32_t round, Nanos now, ltp::PacketSink& tx) {
         next = std::min(next, i);
         continue;
       }
+      // As if sent when it was taken: the ACK's echo, and so the sender's RTT samples, loss
+      // timers and rate model, must not count the hold, nor this site's RTT from its echo.
+      auto* h = reinterpret_cast<wire::DataHeader*>(hold_.data() + i * hold_slot_);
+      const auto held = static_cast<uint64_t>(std::max<Nanos>(0, now - hold_at_[i]));
+      h->send_ts.store(h->send_ts.load() + held);
+      if (h->echo_ts.load() != 0) h->echo_ts.store(h->echo_ts.load() + held);
       receiver_->on_packet(std::span<const uint8_t>(hold_.data() + i * hold_slot_, hold_len_[i]), now, *this, tx);
       hold_len_[i] = 0;
       if (++in_burst == kBurst) {

@@ -277,6 +277,7 @@ class SiteSync final : private ltp::ReceiverSink {
   void replay_held(uint32_t round, Nanos now, ltp::PacketSink& tx);
   std::vector<uint8_t> hold_;
   std::vector<uint16_t> hold_len_;
+  std::vector<Nanos> hold_at_;  // arrival times: the replay moves the DATA's stamps by the hold
   size_t hold_slot_ = 0, hold_cap_ = 0, hold_n_ = 0;
   uint32_t hold_round_ = 0;
   bool replaying_ = false;  // arrival samples of held DATA would carry the replay's time  // round + 1 once a peer's DATA of it arrived between rounds
