@@ -209,17 +209,7 @@ double DeliveryRateController::pacing_rate() const {
 }
 
 LossDetection DeliveryRateController::loss_detection() const {
-  LossDetection d;
-  d.dup_threshold = cfg_.dup_threshold;
-  d.reorder_window = 0.25;
-  d.min_rto = cfg_.min_rto;
-  d.rto_var_floor = 0;
-  d.initial_rto = 100 * kMilli;
-  // A path back from an outage is found within this (or two unbacked-off RTOs, if longer):
-  // LTP runs between gateways, where an outage is an event to recover from, not congestion.
-  d.max_rto = 500 * kMilli;
-  d.tail_loss_probe = true;
-  return d;
+  return ltp_loss_detection(cfg_.dup_threshold, cfg_.min_rto, 100 * kMilli);
 }
 
 }  // namespace sg::ltp

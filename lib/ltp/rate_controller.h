@@ -42,6 +42,21 @@ struct LossDetection {
   bool tail_loss_probe = true;     // probe after ~2 srtt of silence (Linux TLP)
 };
 
+// LTP's own loss detection (its delivery-rate and LAN-window controllers): tolerant of
+// multipath reordering, millisecond timers, and a path back from an outage found within
+// max_rto (between gateways an outage is an event to recover from, not congestion).
+inline LossDetection ltp_loss_detection(uint32_t dup_threshold, Nanos min_rto, Nanos initial_rto) {
+  LossDetection d;
+  d.dup_threshold = dup_threshold;
+  d.reorder_window = 0.25;
+  d.min_rto = min_rto;
+  d.rto_var_floor = 0;
+  d.initial_rto = initial_rto;
+  d.max_rto = 500 * kMilli;
+  d.tail_loss_probe = true;
+  return d;
+}
+
 // What a sender has to send, told to its controller on every poll and when a transfer ends.
 enum class Demand : uint8_t {
   kBacklogged,  // chunks to send (first transmissions or retransmissions)

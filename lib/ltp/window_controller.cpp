@@ -33,15 +33,7 @@ void WindowController::on_loss(const LossEvent& ev) {
 }
 
 LossDetection WindowController::loss_detection() const {
-  LossDetection d;
-  d.dup_threshold = cfg_.dup_threshold;
-  d.reorder_window = 0.25;
-  d.min_rto = cfg_.min_rto;
-  d.rto_var_floor = 0;
-  d.initial_rto = 10 * kMilli;
-  d.max_rto = 500 * kMilli;
-  d.tail_loss_probe = true;
-  return d;
+  return ltp_loss_detection(cfg_.dup_threshold, cfg_.min_rto, 10 * kMilli);  // a LAN's first RTO
 }
 
 }  // namespace sg::ltp
