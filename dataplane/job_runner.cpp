@@ -164,10 +164,10 @@ void JobRunner::on_sample(const ltp::ArrivalSample& s) {
   push_sample(sync::arrival_hop_sample(s, static_cast<uint16_t>(hop), static_cast<uint16_t>(self_), relayed));
 }
 
-void JobRunner::on_relay_st(uint16_t origin, uint32_t bytes, uint64_t send_ts, Nanos now) {
+void JobRunner::on_relay_st(uint16_t origin, uint32_t bytes, uint64_t send_ts, Nanos now, bool app_limited) {
   const int from = site_index(origin);
   if (!samples_ || from < 0) return;
-  push_sample(sync::relay_hop_sample(static_cast<uint16_t>(from), static_cast<uint16_t>(self_), bytes, send_ts, now));
+  push_sample(sync::relay_hop_sample(static_cast<uint16_t>(from), static_cast<uint16_t>(self_), bytes, send_ts, now, app_limited));
 }
 
 int JobRunner::site_index(uint16_t node) const {

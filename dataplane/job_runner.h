@@ -132,7 +132,7 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   // `relay_hop`: for DATA that came through a relay site, that site's id (0: direct).
   void on_packet_st(std::span<const uint8_t> msg, Nanos now, uint16_t relay_hop = 0);
   // DATA of this job this site relays on for another (relay.cpp): a sample of origin -> us.
-  void on_relay_st(uint16_t origin, uint32_t bytes, uint64_t send_ts, Nanos now);
+  void on_relay_st(uint16_t origin, uint32_t bytes, uint64_t send_ts, Nanos now, bool app_limited);
   // Begins rounds, runs timers, exchanges engine messages. Returns work done.
   unsigned poll_st(Nanos now);
   bool finished() const { return finished_.load(std::memory_order_acquire); }

@@ -26,7 +26,8 @@ void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len,
       peer_index_of_node(d->f.src_node) < 0)
     return refuse(ltp_.relay_refused, Drop::kLtpRefused);
   // The first hop (origin -> us) carried it: the job's estimator counts it on that link.
-  if (sampler) sampler->on_relay_st(d->f.src_node, static_cast<uint32_t>(len), d->f.send_ts, now_ns(now_tsc));
+  if (sampler) sampler->on_relay_st(d->f.src_node, static_cast<uint32_t>(len), d->f.send_ts, now_ns(now_tsc),
+                                    (d->f.flags & wire::kFlagAppLimited) != 0);
   const PeerRoute* r = first_direct_route(routes_, dst);
   rte_ether_addr nh;
   if (!r || !nbrs_.lookup(r->nh_slot, nh)) return refuse(ltp_.relay_no_route, Drop::kNoRoute);

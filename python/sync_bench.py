@@ -40,6 +40,8 @@ def main():
                          "sites whose chunk arrived (bubbles): more is an error; 0: every value exact")
     ap.add_argument("--straggler-ms", type=float, default=0.0,
                     help="the last site's workers compute this long before each push (a loaded site)")
+    ap.add_argument("--compute-ms", type=float, default=0.0,
+                    help="every worker computes this long before each push (a training step's backward)")
     a = ap.parse_args()
     rank, world = int(os.environ["SG_TB_RANK"]), int(os.environ["SG_TB_WORLD"])
     n = a.bytes // 4
@@ -84,6 +86,8 @@ def main():
                 t.copy_(half)
     for r in range(a.warmup + a.rounds):
         buf[:] = float(rank + 1)
+        if a.compute_ms > 0:
+            time.sleep(a.compute_ms / 1e3)
         if a.straggler_ms > 0 and own == sites - 1:
             time.sleep(a.straggler_ms / 1e3)
         t0 = time.perf_counter()

@@ -206,7 +206,7 @@ void ControlPlane::send_probes(Nanos now, std::span<const uint64_t> sent_to, ltp
 
 Nanos ControlPlane::tick(Nanos now, uint32_t completed, std::span<const uint64_t> sent_to, uint64_t sent_total,
                          ltp::PacketSink& tx) {
-  egress_.on_total(sent_total, now);
+  egress_.on_total(sent_total, now, sent_to);
   if (last_row_at_ < 0) last_row_at_ = now;
   if (completed > last_completed_) {
     last_completed_ = completed;

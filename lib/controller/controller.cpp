@@ -331,20 +331,32 @@ wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self
   return row;
 }
 
-void EgressMeter::on_total(uint64_t bytes, Nanos now) {
-  if (start_ < 0 || bytes == last_bytes_) {
+void EgressMeter::on_total(uint64_t bytes, Nanos now, std::span<const uint64_t> per_peer) {
+  bool restart = start_ < 0 || bytes <= last_bytes_ || start_peer_.size() != per_peer.size();
+  for (size_t j = 0; !restart && j < per_peer.size(); ++j) restart = per_peer[j] < start_peer_[j];
+  if (restart) {
     // Idle (or first call): a window measures only time spent sending.
     start_ = now;
     start_bytes_ = bytes;
     last_bytes_ = bytes;
+    start_peer_.assign(per_peer.begin(), per_peer.end());
     return;
   }
   last_bytes_ = bytes;
-  if (now - start_ >= window_) {
-    peak_ = std::max(peak_, static_cast<double>(bytes - start_bytes_) / seconds(now - start_));
-    start_ = now;
-    start_bytes_ = bytes;
+  if (now - start_ < window_) return;
+  bool shared = per_peer.empty();
+  if (!shared) {
+    uint64_t sum = 0;
+    for (size_t j = 0; j < per_peer.size(); ++j) sum += per_peer[j] - start_peer_[j];
+    int parts = 0;
+    for (size_t j = 0; j < per_peer.size(); ++j)
+      parts += sum > 0 && static_cast<double>(per_peer[j] - start_peer_[j]) >= min_part_ * static_cast<double>(sum);
+    shared = parts >= 2;
   }
+  if (shared) peak_ = std::max(peak_, static_cast<double>(bytes - start_bytes_) / seconds(now - start_));
+  start_ = now;
+  start_bytes_ = bytes;
+  start_peer_.assign(per_peer.begin(), per_peer.end());
 }
 
 }  // namespace sg::controller

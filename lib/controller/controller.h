@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -146,17 +147,25 @@ wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self
 uint64_t trees_signature(const topo::Plan& p);
 
 // Peak sending rate of a site from its cumulative bytes sent: the highest rate over windows
-// of `window` in which it kept sending.
+// of `window` in which it kept sending. Given the bytes per peer too, only windows in which
+// at least two peers each took `min_part` of the bytes count: the peak then says what the
+// site's links carried together, which is what the controller compares with the sum of
+// their rates to infer a shared uplink (Controller::uplink). A site whose links are busy one
+// after the other (a leaf sending up to one root, then another) shows no such window, and its
+// one-link peak says nothing about an uplink: counted, it made the controller "infer" uplinks
+// of a third of the links' rates on the testbed's WAN, where every pair has its own.
 class EgressMeter {
  public:
-  explicit EgressMeter(Nanos window = 200 * kMilli) : window_(window) {}
-  void on_total(uint64_t bytes_sent, Nanos now);
+  explicit EgressMeter(Nanos window = 200 * kMilli, double min_part = 0.25) : window_(window), min_part_(min_part) {}
+  void on_total(uint64_t bytes_sent, Nanos now, std::span<const uint64_t> per_peer = {});
   double peak() const { return peak_; }
 
  private:
   Nanos window_;
+  double min_part_;
   Nanos start_ = -1;
   uint64_t start_bytes_ = 0, last_bytes_ = 0;
+  std::vector<uint64_t> start_peer_;
   double peak_ = 0;
 };
 

@@ -219,7 +219,8 @@ void Receiver::on_data(const wire::DataMsg& m, size_t msg_len, Nanos now, Receiv
   const Nanos rtt = rtt_from_echo(f.echo_ts, now);
   if (rtt >= 0) note_rtt(rtt);
   const bool retx = (f.flags & wire::kFlagRetransmit) != 0;
-  sink.on_sample({f.src_node, f.path_id, static_cast<uint32_t>(msg_len), now, rtt, retx, owd_from_stamp(f.send_ts, now)});
+  sink.on_sample({f.src_node, f.path_id, static_cast<uint32_t>(msg_len), now, rtt, retx, owd_from_stamp(f.send_ts, now),
+                  (f.flags & wire::kFlagAppLimited) != 0});
   t->last_arrival = now;
   // Once any DATA says the sender has released everything, it stays so (reordering may bring
   // an older partial one later).

@@ -136,8 +136,11 @@ void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {
   f.chunk_count = count_;
   f.contributors = spec_.contributors;
   f.codec = spec_.codec;
-  f.flags = static_cast<uint8_t>((retx ? wire::kFlagRetransmit : 0) |
-                                 (released_ < count_ ? wire::kFlagPartial : 0));
+  // Linux's rule (tcp_rate_check_app_limited): in a bubble the sender ran dry in, or this
+  // is the last chunk it has.
+  const bool app_limited = app_limited_until_ > 0 || (next_unsent_ >= released_ && retx_len_ == 0);
+  f.flags = static_cast<uint8_t>((retx ? wire::kFlagRetransmit : 0) | (released_ < count_ ? wire::kFlagPartial : 0) |
+                                 (app_limited ? wire::kFlagAppLimited : 0));
   f.holes = c.holes;
   f.send_ts = static_cast<uint64_t>(now);
   f.echo_ts = echo_;
@@ -153,7 +156,7 @@ void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {
   c.delivered_at_send = delivered_;
   c.delivered_time_at_send = delivered_time_;
   c.first_tx_at_send = first_tx_;
-  c.app_limited = app_limited_until_ > 0 || (next_unsent_ >= released_ && retx_len_ == 0);
+  c.app_limited = app_limited;
   fifo_[(fifo_head_ + fifo_len_) % fifo_.size()] = Flight{i, c.tx_seq};
   ++fifo_len_;
   ++stats_.data_sent;

@@ -70,6 +70,7 @@ struct ArrivalSample {
   // Arrival minus the DATA's send timestamp (the sender's clock): the one-way delay plus the
   // two clocks' offset, so only its variation means something (kNoOwd: not stamped).
   Nanos owd = kNoOwd;
+  bool app_limited = false;  // the sender said it had nothing more to send (kFlagAppLimited)
 };
 
 struct TransferSummary {

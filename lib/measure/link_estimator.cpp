@@ -22,6 +22,8 @@ void LinkEstimator::on_arrival(const ArrivalSample& s) {
     ++dropped_;
     return;
   }
+  ++l->win_n;
+  if (s.app_limited) ++l->win_sender_app;
   if (s.relayed) {
     ++l->win_relayed_n;  // its delays span two links: its bytes count, its delays do not
   } else {
@@ -93,6 +95,7 @@ bool LinkEstimator::owd_queued(const Link& l, Nanos owd) const {
 
 bool LinkEstimator::window_app_limited(const Link& l) const {
   if (l.win_app_limited) return true;
+  if (4 * l.win_sender_app >= l.win_n && l.win_sender_app > 0) return true;
   if (l.win_inflight_known) return false;
   if (l.win_owd_n > 0) return 2 * l.win_owd_queued < l.win_owd_n;
   if (l.win_rtt_n == 0) return l.win_relayed_n > 0;  // relayed bytes alone: what the relay was given
@@ -110,6 +113,7 @@ void LinkEstimator::close_window(Link& l, Nanos now) {
   l.win_rtt_n = l.win_rtt_queued = 0;
   l.win_owd_n = l.win_owd_queued = 0;
   l.win_relayed_n = 0;
+  l.win_n = l.win_sender_app = 0;
 }
 
 void LinkEstimator::fold(Link& l, double rate, bool app_limited, Nanos now) {

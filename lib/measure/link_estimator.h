@@ -28,6 +28,12 @@
 //     ACKs share it with that link's data), so a lightly used link whose reverse is busy would
 //     look queued, and the little it carries would be taken for its capacity. The clocks'
 //     offset cancels in the difference to the minimum.
+//   - its senders said so: at least a quarter of its copies carried the sender's app-limited
+//     flag (a streaming sender forwarding results as they complete, a transfer's tail). The
+//     sender knows; the delay signals only guess, and they guess wrong on a link that carries
+//     a backlogged transfer (whose queue marks the window link-limited) beside a streamed one
+//     (whose pace sets the window's rate): the estimate then sank to the streamed pace, the
+//     planner moved traffic off the link, and what was left could never show the link's rate.
 // Windows with neither signal count as link-limited. A prior is the estimate until traffic
 // says otherwise: app-limited traffic below it is ignored, and replacing it takes a confirmed
 // step like any other change (so a planner sees it as one). An estimate below the prior that
@@ -63,6 +69,8 @@ struct ArrivalSample {
   // The last hop of a relayed copy: bytes only (no delay sample). A window of nothing else is
   // app-limited -- the relay forwards what the first hop brings.
   bool relayed = false;
+  // The sender said it had nothing more to send when it sent this (wire::kFlagAppLimited).
+  bool app_limited = false;
 };
 
 struct EstimatorConfig {
@@ -162,6 +170,7 @@ class LinkEstimator {
     uint32_t win_rtt_n = 0, win_rtt_queued = 0;  // RTT samples, and those behind a queue
     uint32_t win_owd_n = 0, win_owd_queued = 0;  // one-way delay samples, and those behind a queue
     uint32_t win_relayed_n = 0;                  // relayed last-hop samples (bytes only)
+    uint32_t win_n = 0, win_sender_app = 0;      // samples, and those their senders flagged app-limited
     // Estimate and change detection.
     double est = 0;
     Nanos est_at = -1;

@@ -49,7 +49,8 @@ void GatewaySite::on_relay(std::span<const uint8_t> msg, Nanos now) {
   if (from < 0) return;
   plane_.estimator().on_arrival(sync::relay_hop_sample(static_cast<uint16_t>(from),
                                                        static_cast<uint16_t>(cfg_.control.controller.self),
-                                                       static_cast<uint32_t>(msg.size()), d->f.send_ts, now));
+                                                       static_cast<uint32_t>(msg.size()), d->f.send_ts, now,
+                                                       (d->f.flags & wire::kFlagAppLimited) != 0));
 }
 
 void GatewaySite::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSink& tx) {

@@ -26,6 +26,7 @@ inline measure::ArrivalSample arrival_hop_sample(const ltp::ArrivalSample& s, ui
   m.bytes = s.bytes;
   m.at = s.arrival;
   m.relayed = relayed;
+  m.app_limited = s.app_limited;
   if (!relayed) {
     m.rtt = s.rtt;
     m.owd = s.owd;
@@ -35,13 +36,14 @@ inline measure::ArrivalSample arrival_hop_sample(const ltp::ArrivalSample& s, ui
 
 // A copy this site relays on for another: the first hop, origin -> us.
 inline measure::ArrivalSample relay_hop_sample(uint16_t origin, uint16_t self, uint32_t bytes, uint64_t send_ts,
-                                               Nanos now) {
+                                               Nanos now, bool app_limited) {
   measure::ArrivalSample m;
   m.from = origin;
   m.to = self;
   m.bytes = bytes;
   m.at = now;
   m.owd = ltp::owd_from_stamp(send_ts, now);
+  m.app_limited = app_limited;
   return m;
 }
 

@@ -96,7 +96,7 @@ Result<size_t> build_data_header(std::span<uint8_t> out, const DataFields& f, ui
   if (out.size() < sizeof(DataHeader)) return WireError::kNoSpace;
   if (f.chunk_count == 0 || f.chunk_index >= f.chunk_count || f.contributors == 0) return WireError::kBadField;
   auto* h = reinterpret_cast<DataHeader*>(out.data());
-  write_common(h->common, MsgType::kData, f.flags & (kFlagRetransmit | kFlagSealed | kFlagPartial), f.src_node, f.job);
+  write_common(h->common, MsgType::kData, f.flags & (kFlagRetransmit | kFlagSealed | kFlagPartial | kFlagAppLimited), f.src_node, f.job);
   h->round.store(f.round);
   h->policy_version.store(f.policy_version);
   h->shard.store(f.shard);

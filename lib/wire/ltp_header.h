@@ -39,7 +39,12 @@ inline constexpr uint8_t kFlagMore = 0x04;        // CLOSE: more bitmap parts fo
 // DATA: the sender has not yet released every chunk of the transfer (it forwards chunks as
 // its own inputs complete), so a quiet transfer is waiting upstream, not lost: no Early Close.
 inline constexpr uint8_t kFlagPartial = 0x08;
-inline constexpr uint8_t kKnownFlags = kFlagRetransmit | kFlagSealed | kFlagMore | kFlagPartial;
+// DATA: sent while the sender had nothing more to send (app-limited, in BBR's sense: it ran
+// dry since the chunks in flight left): the rate this copy arrives at is what the sender
+// offered, not what the link carries. The receiver's link estimator keeps such traffic from
+// lowering its estimate of the link (lib/measure).
+inline constexpr uint8_t kFlagAppLimited = 0x10;
+inline constexpr uint8_t kKnownFlags = kFlagRetransmit | kFlagSealed | kFlagMore | kFlagPartial | kFlagAppLimited;
 
 // The sealed message's trailer (crypto::kTrailerLen): be64 sequence (key epoch, sender lane,
 // packet number) then the 16-byte AEAD tag; the LTP header is the associated data.

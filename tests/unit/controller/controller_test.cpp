@@ -404,6 +404,38 @@ TEST(EgressMeter, PeakOfBusyWindowsOnly) {
   EXPECT_NEAR(m.peak(), 100e6, 1e6);
 }
 
+// Given the bytes per peer, only windows in which several links carried a real part count:
+// a site that sends to one peer at a time shows nothing about a shared uplink, so its links'
+// summed rates (measured one after the other) must not make one up.
+TEST(EgressMeter, PeakCountsOnlyWindowsThatSeveralLinksShared) {
+  EgressMeter m(100 * kMilli);
+  std::vector<uint64_t> to(3, 0);
+  uint64_t sent = 0;
+  Nanos t = 0;
+  auto run = [&](std::vector<uint64_t> per10ms, int n) {
+    for (int i = 0; i < n; ++i) {
+      for (size_t j = 0; j < to.size(); ++j) {
+        to[j] += per10ms[j];
+        sent += per10ms[j];
+      }
+      m.on_total(sent, t += 10 * kMilli, to);
+    }
+  };
+  run({0, 1000000, 0}, 30);  // 100 MB/s to peer 1 alone
+  run({0, 0, 1000000}, 30);  // then to peer 2 alone
+  run({0, 1000000, 20000}, 30);  // with a trickle to peer 2: not a shared window either
+  EXPECT_EQ(m.peak(), 0.0);
+  Controller c(config());
+  for (int s = 0; s < kSites; ++s) {
+    wire::MeasureRow r = row(s, kGbit);
+    if (s == 2) r.egress_peak = m.peak();
+    c.on_row(r, 0);
+  }
+  EXPECT_EQ(c.uplink(2), 0.0) << "no shared window: nothing inferred";
+  run({0, 600000, 400000}, 30);  // both at once: 100 MB/s together
+  EXPECT_NEAR(m.peak(), 100e6, 1e6);
+}
+
 }  // namespace
 }  // namespace sg::controller
 

@@ -103,6 +103,10 @@ TEST_F(SenderTest, StreamingSendsOnlyReleasedChunksAndSaysMoreIsComing) {
   EXPECT_EQ(d[1].f.chunk_index, 3u);
   for (const auto& m : d) EXPECT_TRUE(m.f.flags & wire::kFlagPartial);
   EXPECT_TRUE(std::equal(d[0].payload.begin(), d[0].payload.end(), data_.begin() + 700));
+  // The receiver's link estimator must know which copies left a sender that had no more.
+  // Both: the sender ran dry at the first poll, and until what it had in flight then is
+  // delivered its copies show only what it was given (Linux's rule).
+  for (const auto& m : d) EXPECT_TRUE(m.f.flags & wire::kFlagAppLimited);
 
   // Waiting for upstream data is not the peer's silence: no give-up while chunks trickle in.
   std::vector<uint32_t> released{3, 7};
@@ -117,6 +121,7 @@ TEST_F(SenderTest, StreamingSendsOnlyReleasedChunksAndSaysMoreIsComing) {
   }
   d = sent_data();
   EXPECT_FALSE(d.back().f.flags & wire::kFlagPartial) << "everything released: the last chunk says so";
+  for (size_t i = 2; i < d.size(); ++i) EXPECT_TRUE(d[i].f.flags & wire::kFlagAppLimited) << "trickled in one at a time";
   tx_->on_packet(ack(20, {}, 0), now_);
   EXPECT_EQ(tx_->state(), SenderState::kAcked);
 }
@@ -137,6 +142,8 @@ TEST_F(SenderTest, WholeTransferNeverSetsThePartialFlag) {
   start(12);
   tx_->poll(now_, cap_);
   for (const auto& m : sent_data()) EXPECT_FALSE(m.f.flags & wire::kFlagPartial);
+  ASSERT_FALSE(sent_data().empty());
+  EXPECT_FALSE(sent_data().front().f.flags & wire::kFlagAppLimited) << "eleven more chunks behind it";
 }
 
 TEST_F(SenderTest, ChunksSpreadOverPathsByWeight) {

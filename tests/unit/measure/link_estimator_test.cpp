@@ -24,16 +24,19 @@ class Trace {
   Nanos rtt = -1;
   Nanos owd = kNoOwd;
   int relayed_every = 0;  // every n-th packet is the last hop of a relayed copy (bytes only)
+  int app_every = 0;      // every n-th packet carries its sender's app-limited flag
   void round(double bps, uint64_t burst_bytes, int bursts = 1, Nanos gap_between = 0) {
     Nanos t = start_;
     for (int b = 0; b < bursts; ++b) {
       for (uint64_t sent = 0; sent < burst_bytes / bursts; sent += kPkt) {
         const double dt = kPkt / bps * 1e9;
         t += static_cast<Nanos>(dt * (1 + jitter * (2 * rng_.uniform() - 1)));
-        if (relayed_every > 0 && ++n_ % relayed_every != 0) {
+        ++n_;
+        if (relayed_every > 0 && n_ % relayed_every != 0) {
           est_.on_arrival({0, 1, kPkt, t, -1, -1, kNoOwd, true});
         } else {
-          est_.on_arrival({0, 1, kPkt, t, inflight, rtt, owd});
+          const bool app = app_every > 0 && n_ % app_every == 0;
+          est_.on_arrival({0, 1, kPkt, t, inflight, rtt, owd, false, app});
         }
       }
       t += gap_between;
@@ -168,6 +171,29 @@ TEST(LinkEstimator, AppLimitedByTheQueueTestNeverLowerTheEstimate) {
   s = est.summary(0, 1, tr.now());
   EXPECT_EQ(s.changes, changes + 1);
   EXPECT_LT(rel_err(s.bytes_per_s, 30e6), 0.10) << s.bytes_per_s;
+}
+
+// A link carrying a backlogged transfer (whose queue marks the window) beside a streamed one
+// (forwarding results as they complete, at its upstream's pace): the window's rate is the
+// mix, below the link's. The streamed copies carry their sender's app-limited flag, so the
+// window only raises; the same rate and queue from backlogged senders is a real drop.
+TEST(LinkEstimator, SendersAppLimitedFlagKeepsAMixedWindowFromLoweringTheEstimate) {
+  LinkEstimator est(cfg());
+  est.set_prior(0, 1, 100e6, 40 * kMilli);
+  Trace tr(est, 15);
+  tr.owd = 3 * kSecond + 20 * kMilli;
+  for (int r = 0; r < 3; ++r) tr.round(100e6, 20'000'000);
+  tr.owd += 30 * kMilli;  // a standing queue throughout
+  tr.app_every = 2;       // half the copies come from a sender that ran dry
+  for (int r = 0; r < 6; ++r) tr.round(40e6, 8'000'000);
+  LinkSummary s = est.summary(0, 1, tr.now());
+  EXPECT_LT(rel_err(s.bytes_per_s, 100e6), 0.10) << s.bytes_per_s;
+  EXPECT_GE(s.app_limited, 6u);
+  tr.app_every = 0;  // every sender backlogged, and the queue grows: the link carries no more
+  tr.owd += 30 * kMilli;
+  for (int r = 0; r < 2; ++r) tr.round(40e6, 8'000'000);
+  s = est.summary(0, 1, tr.now());
+  EXPECT_LT(rel_err(s.bytes_per_s, 40e6), 0.10) << s.bytes_per_s;
 }
 
 // An RTT carries the reverse link's queue too (the ACKs wait behind that link's data): with
