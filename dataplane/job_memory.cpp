@@ -14,8 +14,8 @@ uint64_t job_memory_estimate(const config::GatewayConfig& c, unsigned engines) {
   const uint64_t buffers = 2 * uint64_t(engines) + 2 + (compress ? 3 : 0);
   const uint64_t chunks = m / config::worker_chunk_bytes(c) + m / c.transport.chunk_bytes + 2;
   constexpr uint64_t kSampleRing = 16384;  // per engine (control/gateway.cpp)
-  // Each engine's SiteSync holds early DATA of the next round (SyncConfig::early_hold_packets).
-  const uint64_t hold = std::min<uint64_t>(sync::SyncConfig{}.early_hold_packets, m / c.transport.chunk_bytes + 1) *
+  // Each engine's SiteSync holds early DATA of the next round (transport.early_hold_packets).
+  const uint64_t hold = std::min<uint64_t>(c.transport.early_hold_packets, m / c.transport.chunk_bytes + 1) *
                         (wire::data_msg_len(static_cast<uint16_t>(c.transport.chunk_bytes)) + 2);
   return buffers * m + chunks * 64 + uint64_t(engines) * (kSampleRing * sizeof(measure::ArrivalSample) + hold) +
          (uint64_t{1} << 20);

@@ -57,6 +57,7 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sc.link_shares = std::move(link_shares);
   sc.share_links = false;  // the gateway's own shares (jobs_share_links), or none
   sc.weight = cfg.job.weight;
+  sc.early_hold_packets = cfg.transport.early_hold_packets;
   sc.reliable_baseline = cfg.transport.rate_controller == config::RateController::kAimd;
   sc.round_timeout = static_cast<Nanos>(cfg.job.round_timeout_ms) * kMilli;
   sc.seed = cfg.site.id * 31u + role.engine;

@@ -93,6 +93,9 @@ struct TransportConfig {
   // Results to this site's workers cross the LAN with this many KiB in flight per worker,
   // unpaced (ltp::WindowController): a rate model cannot learn a path of microseconds.
   uint32_t lan_window_kb = 256;
+  // DATA of a peer's next round that comes before this site begins it is held, up to this
+  // many packets (and one model's worth), and replayed then (sync::SyncConfig).
+  uint32_t early_hold_packets = 16384;
   // One congestion state per peer link, drawn on by every sender toward that peer (every
   // shard's transfer of every job: ltp::LinkShare): always (kOn), never (kOff: one job only),
   // or with several jobs or announced ones (kAuto). The AIMD baseline keeps its own always.

@@ -96,6 +96,7 @@ void read_transport(MapReader& top, GatewayConfig& cfg) {
   if (rc >= 0) t.rate_controller = static_cast<RateController>(rc);
   r.integer("initial_rate_mbit", 1, 400000, t.initial_rate_mbit);
   r.integer("lan_window_kb", 16, 65536, t.lan_window_kb);
+  r.integer("early_hold_packets", 0, 262144, t.early_hold_packets);
   int ls = r.choice("link_share", {"auto", "on", "off"});
   if (ls >= 0) t.link_share = static_cast<LinkShareMode>(ls);
   MapReader ec(r.child("early_close"), r.path_of("early_close"), top.errors());

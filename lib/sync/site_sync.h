@@ -107,7 +107,7 @@ struct SyncConfig {
   // sooner began the next at once) is held, up to this many packets (and one model's worth),
   // and replayed when the round begins here. Dropped, each would cost the peer a resend about
   // a round trip later. Allocated by set_plan; 0: dropped.
-  uint32_t early_hold_packets = 2048;
+  uint32_t early_hold_packets = 16384;
 };
 
 struct SyncStats {

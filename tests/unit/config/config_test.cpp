@@ -404,6 +404,19 @@ TEST(ConfigTransport, LanWindowInKibWithinItsRange) {
   }
 }
 
+TEST(ConfigTransport, EarlyHoldPacketsWithinItsRange) {
+  LoadResult d = load_keyed(kMinimal, "t.yaml");
+  ASSERT_TRUE(d.config) << all_errors(d);
+  EXPECT_EQ(d.config->transport.early_hold_packets, 16384u);
+  LoadResult r = load_keyed(std::string(kMinimal) + "transport: {early_hold_packets: 0}\n", "t.yaml");
+  ASSERT_TRUE(r.config) << all_errors(r);
+  EXPECT_EQ(r.config->transport.early_hold_packets, 0u);
+  for (const char* bad : {"262145", "-1", "many"}) {
+    ConfigError e = one_error(std::string(kMinimal) + "transport: {early_hold_packets: " + bad + "}\n");
+    EXPECT_EQ(e.key_path, "transport.early_hold_packets") << bad;
+  }
+}
+
 TEST(ConfigTransport, LinkShareAutoByDefaultAndOffOnlyForOneJob) {
   LoadResult d = load_keyed(kMinimal, "t.yaml");
   ASSERT_TRUE(d.config) << all_errors(d);
