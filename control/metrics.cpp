@@ -180,6 +180,9 @@ std::string metrics_text(const Gateway& gw) {
     value(o, "policy_switches_total", site, static_cast<double>(st.switches.load()));
     metric(o, "policy_proposals_total", "counter", "New policies proposed (the coordinator).");
     value(o, "policy_proposals_total", site, static_cast<double>(st.proposals.load()));
+    metric(o, "policy_regrets_total", "counter",
+           "Proposals back to the plan before, whose rounds measured faster than the new trees' (the coordinator).");
+    value(o, "policy_regrets_total", site, static_cast<double>(st.regrets.load()));
     metric(o, "measurement_rows_total", "counter", "Measurement rows, by direction.");
     value(o, "measurement_rows_total", site + "," + label("direction", "sent"), static_cast<double>(st.rows_sent.load()));
     value(o, "measurement_rows_total", site + "," + label("direction", "received"),

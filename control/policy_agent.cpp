@@ -98,6 +98,7 @@ void PolicyAgent::publish_stats() {
   stats_.control_bad.store(frames_bad_ + p.control_bad + p.rows_bad + p.probes_bad, std::memory_order_relaxed);
   stats_.replans_considered.store(c.replans_considered, std::memory_order_relaxed);
   stats_.codec_proposals.store(c.codec_proposals, std::memory_order_relaxed);
+  stats_.regrets.store(c.regrets, std::memory_order_relaxed);
   stats_.probe_trains_sent.store(p.probe_trains_sent, std::memory_order_relaxed);
   stats_.probe_results.store(p.probe_results, std::memory_order_relaxed);
   stats_.last_gain.store(c.last_gain, std::memory_order_relaxed);

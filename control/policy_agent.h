@@ -32,6 +32,7 @@ namespace sg::ctl {
 struct AgentStats {
   std::atomic<uint64_t> proposals{0}, switches{0}, rows_sent{0}, rows_received{0}, control_in{0}, control_bad{0};
   std::atomic<uint64_t> replans_considered{0}, codec_proposals{0};
+  std::atomic<uint64_t> regrets{0};  // new trees that measured slower: the plan before came back
   std::atomic<uint64_t> probe_trains_sent{0}, probe_results{0};
   std::atomic<double> last_gain{0};
 };

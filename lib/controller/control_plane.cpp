@@ -209,6 +209,10 @@ Nanos ControlPlane::tick(Nanos now, uint32_t completed, std::span<const uint64_t
   egress_.on_total(sent_total, now, sent_to);
   if (last_row_at_ < 0) last_row_at_ = now;
   if (completed > last_completed_) {
+    // One round more: its time since the last one is what the plan cost the training.
+    if (completed == last_completed_ + 1 && last_done_at_ >= 0 && completed > 0)
+      ctl_.on_round_done(completed >= switch_round_ ? current_ : before_switch_, now - last_done_at_);
+    last_done_at_ = now;
     last_completed_ = completed;
     est_.end_round(now);  // one estimator window per round
     if (completed >= last_row_round_ + std::max<uint32_t>(cfg_.row_every_rounds, 1)) {
@@ -282,6 +286,8 @@ std::optional<ControlPlane::Approval> ControlPlane::begin_round(uint32_t r) {
   if (rec->version != current_version_) {
     topo::Plan plan;
     if (topo::decode(rec->plan, plan) != topo::PlanError::kOk) return std::nullopt;
+    before_switch_ = std::move(current_);
+    switch_round_ = r;
     current_ = std::move(plan);
     current_version_ = rec->version;
     a.changed = true;

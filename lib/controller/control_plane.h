@@ -129,6 +129,11 @@ class ControlPlane {
   std::vector<uint64_t> peer_restarts_;           // per peer: restarts its policy channel saw
   topo::Plan current_;
   uint64_t current_version_ = 0;
+  // The plan before the last switch and the switch's round: which plan a completed round ran
+  // (Controller::on_round_done), and when this site last completed one.
+  topo::Plan before_switch_;
+  uint32_t switch_round_ = 0;
+  Nanos last_done_at_ = -1;
   std::optional<topo::Plan> proposed_;  // coordinator: the last plan it proposed
   uint32_t last_completed_ = 0, last_row_round_ = 0;
   Nanos last_row_at_ = -1;

@@ -285,6 +285,23 @@ std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos no
   } else {
     candidate_runs_ = 0;
   }
+  // Going back to a plan that measured faster than its successor, or holding still after.
+  if (go_back_) {
+    topo::Plan back = std::move(*go_back_);
+    go_back_.reset();
+    before_.reset();  // not timed against what it replaces: no going back and forth
+    hold_ = hold_ > 0 ? 2 * hold_ : cfg_.regret_hold;
+    hold_until_ = now + hold_;
+    ++stats_.regrets;
+    ++stats_.proposals;
+    candidate_runs_ = 0;
+    return back;
+  }
+  const bool timing = before_.has_value() && run_.size() < cfg_.regret_rounds;  // a switch not yet judged
+  if (new_trees && (timing || (hold_until_ >= 0 && now < hold_until_))) {
+    new_trees = false;
+    candidate_runs_ = 0;
+  }
   if (!new_trees) cand = current;  // same trees: only a codec change can justify a switch
   std::vector<LinkView> links = links_;
   for (int i = 0; i < n_; ++i)
@@ -303,6 +320,34 @@ std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos no
     ++stats_.codec_proposals;
   }
   return cand;
+}
+
+void Controller::on_round_done(const topo::Plan& plan, Nanos duration) {
+  if (!coordinator() || cfg_.regret_rounds == 0 || duration <= 0) return;
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  const uint64_t sig = trees_signature(plan);
+  if (sig != run_sig_ || !run_plan_) {
+    // New trees in force: the ones before are the reference if they were timed enough.
+    if (run_plan_ && run_.size() >= cfg_.regret_rounds) before_ = Timed{run_sig_, median(run_), std::move(*run_plan_)};
+    else if (run_plan_) before_.reset();
+    run_sig_ = sig;
+    run_plan_ = plan;
+    run_.clear();
+    run_first_ = true;
+    return;  // the switch round itself finishes the old plan's work too
+  }
+  if (run_first_) {
+    run_first_ = false;
+    return;
+  }
+  if (run_.size() < cfg_.regret_rounds) run_.push_back(seconds(duration));
+  if (run_.size() == cfg_.regret_rounds && before_ && before_->sig != sig) {
+    if (median(run_) > (1 + cfg_.regret_margin) * before_->median) go_back_ = std::move(before_->plan);
+    before_.reset();  // judged
+  }
 }
 
 wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self, uint32_t round, double egress_peak,

@@ -61,6 +61,15 @@ struct ControllerConfig {
   // New trees are proposed only when this many decisions in a row chose the same ones (the
   // first measured plan excepted): a view that swings between rows must not flap the plan.
   uint32_t confirm_decisions = 2;
+  // Measured regret: a plan with new trees is timed over this many rounds (its first one,
+  // the switch, left out) against the plan before it; slower by more than regret_margin, the
+  // controller goes back to the plan before and proposes no new trees for regret_hold
+  // (doubling at each regret). The round-time model prices what the view says; a view
+  // measured while senders start up, or one that misses what the links carry, can make a
+  // worse plan look better, and only the rounds show it. 0: never.
+  uint32_t regret_rounds = 5;
+  double regret_margin = 0.15;
+  Nanos regret_hold = 30 * kSecond;
   // With probes every link gets measured: the first plan waits for the whole view (or until
   // `full_view_wait` after the first row), instead of planning on medians for the rest.
   bool expect_full_view = false;
@@ -78,6 +87,7 @@ ControllerConfig controller_config(const config::GatewayConfig& cfg);
 struct ControllerStats {
   uint64_t rows = 0, rows_refused = 0;
   uint64_t replans_considered = 0, proposals = 0, codec_proposals = 0;
+  uint64_t regrets = 0;  // plans with new trees that measured slower than the one before: went back
   double last_gain = 0;
 };
 
@@ -103,6 +113,9 @@ class Controller {
   std::optional<topo::Plan> decide(const topo::Plan& current, Nanos now);
   // The proposal went out (min_interval starts); a refused proposal is simply retried later.
   void on_proposed(Nanos now) { last_proposal_ = now; }
+  // Coordinator: this site completed a round under `plan`, `duration` after the round before
+  // it completed (what the sites' training sees of a plan). Feeds the regret check above.
+  void on_round_done(const topo::Plan& plan, Nanos duration);
 
   // The network the planner sees now: measured links, the median for the rest, uplinks.
   topo::Network view() const;
@@ -135,6 +148,21 @@ class Controller {
   uint32_t candidate_runs_ = 0;
   uint64_t rows_at_decision_ = 0;
   ControllerStats stats_;
+  // Regret (ControllerConfig::regret_rounds): rounds of the trees in force since they began,
+  // the trees before them with their median, and a plan to go back to.
+  uint64_t run_sig_ = 0;
+  bool run_first_ = true;
+  std::vector<double> run_;
+  std::optional<topo::Plan> run_plan_;
+  struct Timed {
+    uint64_t sig = 0;
+    double median = 0;
+    topo::Plan plan;
+  };
+  std::optional<Timed> before_;
+  std::optional<topo::Plan> go_back_;
+  Nanos hold_until_ = -1;
+  Nanos hold_ = 0;
   std::optional<topo::Plan> decide_receivers(const topo::Plan& current, const topo::Network& net);
   ReceiverSettings receiver_settings() const;
 };

@@ -59,12 +59,24 @@ if [[ -z $NOKILL ]]; then
   done
   [[ -n $(completed) && $(completed) -ge $KILL_AT ]] || fail "the survivor did not reach round $KILL_AT"
   kill -KILL "$pid_v"; wait "$pid_v" 2>/dev/null
+  t_kill=$(date +%s.%N)
   echo "killed site $victim (SIGKILL) after the survivor completed round $(completed)"
   sleep "$DOWN_S"
   rm -rf /var/run/dpdk/"$tag-$victim-first"
   start "$victim" second "$lc_v"; pid_v=$!; pids+=("$pid_v")
   echo "started site $victim again"
+  # The survivor's rounds time out (round_timeout_ms 1500) until its peer is back: as many as
+  # the outage holds, however long the restart takes on a loaded machine (EAL start-up, the
+  # rejoin), plus the one under way at each end.
+  for _ in $(seq 1 600); do
+    grep -q "rejoining the running job" "$tmp/second.log" 2>/dev/null && break
+    sleep 0.05
+  done
+  t_back=$(date +%s.%N)
+  lost_max=$(awk -v a="$t_kill" -v b="$t_back" 'BEGIN { print int((b - a) / 1.5) + 2 }')
+  echo "peer back after $(awk -v a="$t_kill" -v b="$t_back" 'BEGIN { printf "%.1f", b - a }') s: at most $lost_max rounds may time out"
 fi
+lost_max="${lost_max:-2}"
 wait "$pid_s"; code_s=$?
 wait "$pid_v"; code_v=$?
 t1=$(date +%s.%N)
@@ -88,7 +100,8 @@ fi
 # Exact wherever nothing was lost: only rounds that ended by timeout (the survivor's while
 # its peer was down, when there is a kill) or gave up what a peer that moved on had not sent
 # (the new run's first, when the survivor timed that round out: what the dead incarnation
-# had taken is gone) may differ, at most 2 at each site; and the chunks either site filled as bubbles
+# had taken is gone) may differ, at most as many as the outage holds at each site (2 without
+# a kill); and the chunks either site filled as bubbles
 # (counted losses: a bubble at one site is in both sites' means), one chunk each
 # (transport.chunk_bytes 1344: 336 values). A CI run measured one Early Close bubble at the
 # survivor and its 336 inexact values at the other site, in a round the other counted nothing.
@@ -97,13 +110,13 @@ fi
 bubbles=$(cat "$tmp/survivor.log" "$second" | sed -n 's/.*job 1: .* bubbles up \([0-9]*\) down \([0-9]*\),.*/\1 \2/p' |
           awk '{b += $1 + $2} END {print b + 0}')
 for f in "$tmp/survivor.log" "$second"; do
-  awk -v b="$bubbles" -v per_round=250000 -v per_chunk=336 '/job 1:/ {
+  awk -v b="$bubbles" -v lost_max="$lost_max" -v per_round=250000 -v per_chunk=336 '/job 1:/ {
          for (i = 1; i <= NF; ++i) { if ($(i + 1) == "rounds") n = $i; if ($i == "timeouts") t += $(i + 1)
                                      if ($i == "on" && $(i - 1) == "moved") t += $(i + 1)
                                      if ($i == "mean" && $(i + 1) == "100.0000%") e = 100; else if ($(i - 1) == "mean") e = $i + 0 } }
        END { off = (100 - e) / 100 * n * per_round
-             exit !(n > 0 && t <= 2 && off <= t * per_round + b * per_chunk + 1e-6 * n * per_round) }' "$f" ||
-    fail "$(basename "$f"): values differ from the exact mean beyond the rounds that lost something (at most 2) and the bubbles ($bubbles)"
+             exit !(n > 0 && t <= lost_max && off <= t * per_round + b * per_chunk + 1e-6 * n * per_round) }' "$f" ||
+    fail "$(basename "$f"): values differ from the exact mean beyond the rounds that lost something (at most $lost_max) and the bubbles ($bubbles)"
 done
 awk -v a="$t0" -v b="$t1" 'BEGIN {printf "wall %.3f s\n", b - a}'
 echo ok
