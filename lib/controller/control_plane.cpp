@@ -239,6 +239,7 @@ Nanos ControlPlane::tick(Nanos now, uint32_t completed, std::span<const uint64_t
                      static_cast<unsigned long long>(ctl_.stats().rows));
       if (std::getenv("SG_SIM_DEBUG_VIEW")) {
         const topo::Network v = ctl_.view();
+        ctl_.print_inputs(stderr);
         for (int i = 0; i < n_; ++i) {
           for (int j = 0; j < n_; ++j)
             if (i != j) std::fprintf(stderr, " %4.0f", v.link_bw(i, j) * 8e-6);

@@ -138,6 +138,21 @@ void Controller::on_row(const wire::MeasureRow& row, Nanos now) {
   ++stats_.rows;
 }
 
+void Controller::print_inputs(std::FILE* f) const {
+  for (int i = 0; i < n_; ++i) {
+    std::fprintf(f, "  site %d uplink %.0f peak %.0f:", i, uplink(i) * 8e-6, egress_peak_[i] * 8e-6);
+    for (int j = 0; j < n_; ++j) {
+      const size_t k = static_cast<size_t>(i) * n_ + j;
+      if (i != j) std::fprintf(f, " ->%d %.0f(src %d, probe %.0f, %s)", j, links_[k].bytes_per_s * 8e-6, source_[k], probe_[k] * 8e-6, active(k) ? "active" : "idle");
+    }
+    std::fprintf(f, "\n");
+  }
+}
+
+namespace {
+constexpr double kUplinkPeakFloor = 0.8;  // peak against the fastest link's traffic figure (noise)
+}
+
 double Controller::uplink(int site) const {
   if (site < 0 || site >= n_) return 0;
   if (cfg_.uplinks[site] > 0) return cfg_.uplinks[site];
@@ -145,9 +160,18 @@ double Controller::uplink(int site) const {
   // its uplink, which tops out near that peak.
   const double peak = egress_peak_[site];
   if (peak <= 0) return 0;
-  double sum = 0;
-  for (int j = 0; j < n_; ++j)
-    if (j != site) sum += links_[static_cast<size_t>(site) * n_ + j].bytes_per_s;
+  double sum = 0, top = 0;
+  for (int j = 0; j < n_; ++j) {
+    const size_t k = static_cast<size_t>(site) * n_ + j;
+    if (j == site) continue;
+    sum += links_[k].bytes_per_s;
+    if (source_[k] == static_cast<uint8_t>(measure::Source::kTraffic)) top = std::max(top, links_[k].bytes_per_s);
+  }
+  // The uplink carried at least what one of its links carried: a peak below that is not
+  // the uplink's limit but a time the site had less to send (on the testbed's WAN, whose
+  // pairs each have their own rate, such peaks capped a hub's 400 and 200 Mbit/s links at
+  // 63 Mbit/s together).
+  if (peak < kUplinkPeakFloor * top) return 0;
   return sum > cfg_.uplink_share_factor * peak ? peak : 0;
 }
 
@@ -290,7 +314,8 @@ std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos no
     topo::Plan back = std::move(*go_back_);
     go_back_.reset();
     before_.reset();  // not timed against what it replaces: no going back and forth
-    hold_ = hold_ > 0 ? 2 * hold_ : cfg_.regret_hold;
+    hold_ = hold_ > 0 ? std::min(2 * hold_, std::max(cfg_.regret_hold_max, cfg_.regret_hold)) : cfg_.regret_hold;
+    stats_.regret_hold = hold_;
     hold_until_ = now + hold_;
     ++stats_.regrets;
     ++stats_.proposals;
@@ -378,17 +403,29 @@ wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self
 
 void EgressMeter::on_total(uint64_t bytes, Nanos now, std::span<const uint64_t> per_peer) {
   bool restart = start_ < 0 || bytes <= last_bytes_ || start_peer_.size() != per_peer.size();
-  for (size_t j = 0; !restart && j < per_peer.size(); ++j) restart = per_peer[j] < start_peer_[j];
+  for (size_t j = 0; !restart && j < per_peer.size(); ++j) restart = per_peer[j] < last_peer_[j];
   if (restart) {
-    // Idle (or first call): a window measures only time spent sending.
-    start_ = now;
-    start_bytes_ = bytes;
-    last_bytes_ = bytes;
+    // Idle (or first call). A busy period shorter than a window still says what the site
+    // sent at once: a round's burst (often tens of milliseconds on a fast link) never fills
+    // a window, and leaving it out left only slow trickles to set the peak.
+    if (start_ >= 0 && last_at_ - start_ >= min_span_) close(last_at_, last_bytes_, last_peer_);
+    start_ = last_at_ = now;
+    start_bytes_ = last_bytes_ = bytes;
     start_peer_.assign(per_peer.begin(), per_peer.end());
+    last_peer_ = start_peer_;
     return;
   }
   last_bytes_ = bytes;
+  last_at_ = now;
+  last_peer_.assign(per_peer.begin(), per_peer.end());
   if (now - start_ < window_) return;
+  close(now, bytes, per_peer);
+  start_ = now;
+  start_bytes_ = bytes;
+  start_peer_.assign(per_peer.begin(), per_peer.end());
+}
+
+void EgressMeter::close(Nanos now, uint64_t bytes, std::span<const uint64_t> per_peer) {
   bool shared = per_peer.empty();
   if (!shared) {
     uint64_t sum = 0;
@@ -398,10 +435,7 @@ void EgressMeter::on_total(uint64_t bytes, Nanos now, std::span<const uint64_t> 
       parts += sum > 0 && static_cast<double>(per_peer[j] - start_peer_[j]) >= min_part_ * static_cast<double>(sum);
     shared = parts >= 2;
   }
-  if (shared) peak_ = std::max(peak_, static_cast<double>(bytes - start_bytes_) / seconds(now - start_));
-  start_ = now;
-  start_bytes_ = bytes;
-  start_peer_.assign(per_peer.begin(), per_peer.end());
+  if (shared && now > start_) peak_ = std::max(peak_, static_cast<double>(bytes - start_bytes_) / seconds(now - start_));
 }
 
 }  // namespace sg::controller

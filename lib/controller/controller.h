@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <span>
 #include <string>
@@ -64,12 +65,15 @@ struct ControllerConfig {
   // Measured regret: a plan with new trees is timed over this many rounds (its first one,
   // the switch, left out) against the plan before it; slower by more than regret_margin, the
   // controller goes back to the plan before and proposes no new trees for regret_hold
-  // (doubling at each regret). The round-time model prices what the view says; a view
+  // (doubling at each regret, up to regret_hold_max). The round-time model prices what the view says; a view
   // measured while senders start up, or one that misses what the links carry, can make a
   // worse plan look better, and only the rounds show it. 0: never.
   uint32_t regret_rounds = 5;
   double regret_margin = 0.15;
   Nanos regret_hold = 30 * kSecond;
+  // A link that recovers must get its chance again within minutes, however often the view
+  // was wrong before (doubling without a cap reached hours after seven regrets).
+  Nanos regret_hold_max = 8 * 60 * kSecond;
   // With probes every link gets measured: the first plan waits for the whole view (or until
   // `full_view_wait` after the first row), instead of planning on medians for the rest.
   bool expect_full_view = false;
@@ -88,6 +92,7 @@ struct ControllerStats {
   uint64_t rows = 0, rows_refused = 0;
   uint64_t replans_considered = 0, proposals = 0, codec_proposals = 0;
   uint64_t regrets = 0;  // plans with new trees that measured slower than the one before: went back
+  Nanos regret_hold = 0;  // the hold the last regret began (0: none yet)
   double last_gain = 0;
 };
 
@@ -121,6 +126,8 @@ class Controller {
   topo::Network view() const;
   // A site's uplink as the planner uses it: configured, else inferred from its rows (0: none).
   double uplink(int site) const;
+  // For debugging a plan: each link's reported figure, source and probe, each site's uplink.
+  void print_inputs(std::FILE* f) const;
   const ControllerStats& stats() const { return stats_; }
   const LinkCodecs& codecs() const { return codecs_; }
   uint64_t rows_seen() const { return stats_.rows; }
@@ -175,7 +182,8 @@ wire::MeasureRow make_row(const measure::LinkEstimator& est, int sites, int self
 uint64_t trees_signature(const topo::Plan& p);
 
 // Peak sending rate of a site from its cumulative bytes sent: the highest rate over windows
-// of `window` in which it kept sending. Given the bytes per peer too, only windows in which
+// of `window` in which it kept sending, and over busy periods shorter than that (from
+// `min_span` on) when they end. Given the bytes per peer too, only windows in which
 // at least two peers each took `min_part` of the bytes count: the peak then says what the
 // site's links carried together, which is what the controller compares with the sum of
 // their rates to infer a shared uplink (Controller::uplink). A site whose links are busy one
@@ -184,16 +192,19 @@ uint64_t trees_signature(const topo::Plan& p);
 // of a third of the links' rates on the testbed's WAN, where every pair has its own.
 class EgressMeter {
  public:
-  explicit EgressMeter(Nanos window = 200 * kMilli, double min_part = 0.25) : window_(window), min_part_(min_part) {}
+  explicit EgressMeter(Nanos window = 200 * kMilli, double min_part = 0.25, Nanos min_span = 20 * kMilli)
+      : window_(window), min_part_(min_part), min_span_(min_span) {}
   void on_total(uint64_t bytes_sent, Nanos now, std::span<const uint64_t> per_peer = {});
   double peak() const { return peak_; }
 
  private:
+  void close(Nanos now, uint64_t bytes, std::span<const uint64_t> per_peer);
   Nanos window_;
   double min_part_;
-  Nanos start_ = -1;
+  Nanos min_span_;  // busy periods shorter than a window count from this long on
+  Nanos start_ = -1, last_at_ = -1;
   uint64_t start_bytes_ = 0, last_bytes_ = 0;
-  std::vector<uint64_t> start_peer_;
+  std::vector<uint64_t> start_peer_, last_peer_;
   double peak_ = 0;
 };
 

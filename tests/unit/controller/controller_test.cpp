@@ -120,6 +120,41 @@ TEST(Controller, NewTreesThatMeasureSlowerAreUndoneThenHeldOff) {
   EXPECT_EQ(trees_signature(*again), trees_signature(*next));
 }
 
+// Each regret doubles the hold, up to regret_hold_max: a view that was wrong seven times must
+// still get its chance within minutes once the links change.
+TEST(Controller, RegretHoldDoublesUpToItsCap) {
+  ControllerConfig cfg = config();
+  cfg.regret_hold = 30 * kSecond;
+  cfg.regret_hold_max = 120 * kSecond;
+  Controller c(cfg);
+  const topo::Plan first = c.initial_plan();
+  const std::vector<std::pair<int, double>> slow = {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}};
+  Nanos t = 10 * kSecond;
+  time_rounds(c, first, 1.0, 8);
+  const Nanos expected[] = {30 * kSecond, 60 * kSecond, 120 * kSecond, 120 * kSecond, 120 * kSecond};
+  for (const Nanos hold : expected) {
+    std::optional<topo::Plan> next;
+    for (int k = 0; k < 3 && !next; ++k, t += kSecond) {  // confirm_decisions: twice in a row
+      feed_all(c, kGbit, t, slow);
+      next = c.decide(first, t);
+    }
+    ASSERT_TRUE(next) << "after the hold the view may try its trees again";
+    ASSERT_NE(trees_signature(*next), trees_signature(first));
+    time_rounds(c, *next, 1.5, 8);
+    feed_all(c, kGbit, t, slow);
+    auto back = c.decide(*next, t);
+    ASSERT_TRUE(back);
+    ASSERT_EQ(trees_signature(*back), trees_signature(first));
+    EXPECT_EQ(c.stats().regret_hold, hold);
+    time_rounds(c, first, 1.0, 8);
+    t += kSecond;
+    feed_all(c, kGbit, t, slow);
+    EXPECT_FALSE(c.decide(first, t)) << "held off";
+    t += hold;
+  }
+  EXPECT_EQ(c.stats().regrets, 5u);
+}
+
 TEST(Controller, NewTreesThatMeasureFasterStay) {
   Controller c(config());
   const topo::Plan first = c.initial_plan();
@@ -358,10 +393,10 @@ TEST(Controller, AlwaysCompressesFromTheFirstPlan) {
 
 TEST(Controller, UplinkInferredWhenLinksTogetherExceedWhatTheSiteEverSent) {
   Controller c(config());
-  // Site 2's three links each measure 1 Gbit/s alone, but it never sent more than
+  // Site 2's three links each measure 300 Mbit/s, 900 together, but it never sent more than
   // 400 Mbit/s at once: they share a 400 Mbit/s uplink.
   for (int s = 0; s < kSites; ++s) {
-    wire::MeasureRow r = row(s, kGbit);
+    wire::MeasureRow r = row(s, s == 2 ? kGbit : 0.3 * kGbit);
     if (s == 2) r.egress_peak = 0.4 * kGbit;
     c.on_row(r, 0);
   }
@@ -376,6 +411,22 @@ TEST(Controller, UplinkInferredWhenLinksTogetherExceedWhatTheSiteEverSent) {
   r.egress_peak = 0.4 * kGbit;
   d.on_row(r, 0);
   EXPECT_DOUBLE_EQ(d.uplink(2), 2 * kGbit);
+}
+
+// A peak below what one of the site's links carried alone is not the uplink's limit (the
+// uplink carried that link's traffic): the site simply had less to send when it sent to
+// several peers. Inferring from it capped a hub's fast links at a fraction of their rate.
+TEST(Controller, NoUplinkInferredFromAPeakBelowOneLinksRate) {
+  Controller c(config());
+  for (int s = 0; s < kSites; ++s) {
+    wire::MeasureRow r = row(s, s == 2 ? 0.5 * kGbit : 0.3 * kGbit);
+    if (s == 2) r.egress_peak = 0.2 * kGbit;
+    c.on_row(r, 0);
+  }
+  // Row s holds the links k -> s: site 2's outgoing links (300 Mbit/s each) are in the other
+  // sites' rows, 900 together against a 200 Mbit/s peak.
+  EXPECT_EQ(c.uplink(2), 0.0) << "one link from site 2 carried 300 Mbit/s: a 200 Mbit/s peak is no cap";
+  EXPECT_EQ(c.view().egress_cap(2), 0.0);
 }
 
 TEST(Controller, RowsFromUnknownSitesAreRefused) {
@@ -483,6 +534,43 @@ TEST(EgressMeter, PeakCountsOnlyWindowsThatSeveralLinksShared) {
   EXPECT_EQ(c.uplink(2), 0.0) << "no shared window: nothing inferred";
   run({0, 600000, 400000}, 30);  // both at once: 100 MB/s together
   EXPECT_NEAR(m.peak(), 100e6, 1e6);
+}
+
+// A round's burst to several peers is often shorter than a window: it counts when it ends,
+// so the peak is what the site sent at once, not the pace of the slow trickles that alone
+// filled whole windows.
+TEST(EgressMeter, ShortSharedBurstsCountWhenTheyEnd) {
+  EgressMeter m(200 * kMilli);
+  std::vector<uint64_t> to(3, 0);
+  uint64_t sent = 0;
+  Nanos t = 0;
+  auto run = [&](std::vector<uint64_t> per_ms, int n) {
+    for (int i = 0; i < n; ++i) {
+      for (size_t j = 0; j < to.size(); ++j) {
+        to[j] += per_ms[j];
+        sent += per_ms[j];
+      }
+      m.on_total(sent, t += kMilli, to);
+    }
+  };
+  for (int round = 0; round < 3; ++round) {
+    run({0, 2000, 2000}, 300);     // results trickling to both at 4 MB/s for 300 ms
+    run({0, 0, 0}, 5);             // idle
+    run({0, 40000, 20000}, 40);    // a 40 ms burst at 60 MB/s to both
+    run({0, 0, 0}, 5);
+  }
+  EXPECT_NEAR(m.peak(), 60e6, 3e6);
+  EgressMeter tiny(200 * kMilli);
+  to.assign(3, 0);
+  sent = 0;
+  for (int i = 0; i < 10; ++i) {  // bursts of 5 ms say too little to count
+    for (int k = 0; k < 5; ++k) {
+      to[1] += 50000; to[2] += 50000; sent += 100000;
+      tiny.on_total(sent, t += kMilli, to);
+    }
+    tiny.on_total(sent, t += kMilli, to);
+  }
+  EXPECT_EQ(tiny.peak(), 0.0);
 }
 
 }  // namespace
