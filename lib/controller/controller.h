@@ -72,7 +72,7 @@ struct ControllerConfig {
   double regret_margin = 0.15;
   Nanos regret_hold = 30 * kSecond;
   // A link that recovers must get its chance again within minutes, however often the view
-  // was wrong before (doubling without a cap reached hours after seven regrets).
+  // was wrong before (doubling without a cap held for 32 minutes at the seventh regret).
   Nanos regret_hold_max = 8 * 60 * kSecond;
   // With probes every link gets measured: the first plan waits for the whole view (or until
   // `full_view_wait` after the first row), instead of planning on medians for the rest.
