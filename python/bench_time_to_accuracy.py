@@ -170,6 +170,10 @@ def main():
                 res["tta_speedup_vs_gloo_" + prof] = round(tta["gloo f32"] / tta["stormgate f32"], 3)
                 if "gloo fp16" in tta:
                     res["tta_speedup_vs_gloo_fp16_" + prof] = round(tta["gloo fp16"] / tta["stormgate f32"], 3)
+            # Compressed against compressed: int8 with error feedback against the one-line
+            # fp16 hook a PyTorch user turns on (the fair baseline for compressed settings).
+            if tta.get("stormgate int8", float("inf")) < float("inf") and "gloo fp16" in tta:
+                res["tta_speedup_int8_vs_gloo_fp16_" + prof] = round(tta["gloo fp16"] / tta["stormgate int8"], 3)
             gloo_final = gloo_ref["epochs"][-1]["val_loss"]
             if "stormgate int8" in runs:
                 res["final_loss_ratio_int8_vs_gloo_" + prof] = round(
