@@ -8,17 +8,35 @@ void DeliveryRateController::reset(Nanos now, uint32_t mss) {
   mss_ = mss;
   // What the next transfer resumes from: the filter as measured, without the timeout and
   // overload penalties (they answer this transfer's events; the resume check answers the
-  // next one's). A transfer that never got past the resume check leaves the model as it was.
+  // next one's). A transfer that never got past the resume check can only raise the model.
   if (mode_ != Mode::kResume) {
     path_bw_ = *std::max_element(bw_rounds_.begin(), bw_rounds_.end());
     path_full_ = mode_ != Mode::kStartup;
+    unjudged_ = false;
+  } else {
+    // Ended before the resume check could judge it: shorter than half a round trip of ACKs,
+    // as most of a round's transfers on a long fast link are. Its delivery-rate samples say
+    // nothing (sent within one flight, each spans a round trip), but its ACKs came back
+    // spaced as the path delivered the train. Their rate can raise the model, by at most the
+    // probe gain it was sent at, never lower it (a short train cannot tell a shrunk path from
+    // a compressed ACK stream; the first longer transfer's check does). The next transfer
+    // then probes a quarter above the kept rate (gain()), so a path that grew, or a rate
+    // first learnt in a busy moment, is found in a few rounds. Before, short transfers ran at
+    // the rate learnt once, for good: the testbed's 400 Mbit/s links stayed at 120-150.
+    const uint64_t bytes = train_last_d_ - train_d0_;
+    const Nanos span = train_last_t_ - train_t0_;
+    if (train_t0_ >= 0 && span > 0 && bytes >= 8ull * mss_) {
+      const double ack_rate = static_cast<double>(bytes) * 1e9 / static_cast<double>(span);
+      path_bw_ = std::max(path_bw_, std::min(ack_rate, cfg_.unjudged_resume_gain * path_bw_));
+    }
+    unjudged_ = true;
   }
   const bool keep = cfg_.keep_path_for > 0 && path_bw_ > 0 && min_rtt_ > 0 && now - path_stamp_ <= cfg_.keep_path_for;
   mode_ = keep ? Mode::kResume : Mode::kStartup;
   resume_bw_ = keep ? path_bw_ : 0;
   resume_full_ = keep && path_full_;
-  resume_t0_ = -1;
-  resume_d0_ = 0;
+  resume_t0_ = train_t0_ = train_last_t_ = -1;
+  resume_d0_ = train_d0_ = train_last_d_ = 0;
   if (!keep) {
     path_bw_ = 0;
     path_full_ = false;
@@ -45,7 +63,7 @@ double DeliveryRateController::gain() const {
     case Mode::kStartup: return cfg_.startup_gain;
     case Mode::kDrain: return 1.0 / cfg_.startup_gain;
     case Mode::kProbeBw: return kCycle[cycle_];
-    case Mode::kResume: return resume_full_ ? 1.0 : cfg_.startup_gain;
+    case Mode::kResume: return resume_full_ ? (unjudged_ ? cfg_.unjudged_resume_gain : 1.0) : cfg_.startup_gain;
   }
   return 1.0;
 }
@@ -99,7 +117,20 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
   if (round_start) app_limited_round_ = ev.app_limited;
   update_btlbw();
 
-  if (mode_ == Mode::kResume) resume_check(ev);
+  if (mode_ == Mode::kResume) {
+    // The transfer's ACK train, all of it (an app-limited stretch only lowers its rate, and
+    // it can only raise the model): what reset() takes if the check below never decides.
+    if (ev.acked_bytes > 0) {
+      if (train_t0_ < 0) {
+        train_t0_ = ev.now;
+        train_d0_ = ev.delivered;
+      } else {
+        train_last_t_ = ev.now;
+        train_last_d_ = ev.delivered;
+      }
+    }
+    resume_check(ev);
+  }
   if (mode_ == Mode::kStartup && round_start && btlbw_ > 0 && !app_limited_round_) {
     if (btlbw_ >= full_bw_ * 1.25) {
       full_bw_ = btlbw_;

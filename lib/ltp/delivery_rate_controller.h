@@ -23,8 +23,9 @@
 // (without the ceiling: the tail timeouts that end many transfers say nothing about the next
 // one) and min_rtt; the next transfer starts in `resume`:
 //   resume:  pace at the kept rate (gain 1; startup_gain if startup had not ended, the rate
-//            then being only a lower bound), cwnd = cwnd_gain x kept BDP, and measure the
-//            ACK rate from the first ACK on, over non-app-limited ACKs. After half a min_rtt
+//            then being only a lower bound; 1.25 after a transfer too short to be judged,
+//            whose ACK rate only ever raises the kept rate), cwnd = cwnd_gain x kept BDP,
+//            and measure the ACK rate from the first ACK on, over non-app-limited ACKs. After half a min_rtt
 //            of them it decides: at least resume_confirm x the kept rate -> the path still
 //            carries it: it enters the filter and the controller goes on to probe_bw (or
 //            startup, for a lower bound); less -> the path shrank (or is shared now): btlbw
@@ -54,6 +55,9 @@ struct DeliveryRateConfig {
   uint32_t congestion_min_packets = 20;  // ... once a round has at least this many packets
   Nanos keep_path_for = 10 * kSecond;   // path model kept over idle gaps this long; 0 = never
   double resume_confirm = 0.85;         // ACK rate / kept rate that confirms the kept model
+  // Pacing gain of a transfer that resumes after one the resume check never judged (see
+  // reset()): it probes above the kept rate, as probe_bw's 1.25 phase would have.
+  double unjudged_resume_gain = 1.25;
   // The model's time scale: the window covers at least this much time at the bottleneck
   // rate, and a filter round and a probe_bw phase last at least this long. On a LAN the round
   // trip is a few microseconds, but a receiver (or this sender's engine) that sleeps when
@@ -114,12 +118,16 @@ class DeliveryRateController final : public RateController {
   // bound), and the last ACK (idle since).
   double path_bw_ = 0;
   bool path_full_ = false;
+  bool unjudged_ = false;  // the last transfer ended before the resume check
   Nanos path_stamp_ = 0;
   // kResume: the kept rate under test and the ACK-rate window (first non-app-limited ACK).
   double resume_bw_ = 0;
   bool resume_full_ = false;
   Nanos resume_t0_ = -1;
   uint64_t resume_d0_ = 0;
+  // The transfer's ACKs in kResume: the first and the last (time, delivered).
+  Nanos train_t0_ = -1, train_last_t_ = -1;
+  uint64_t train_d0_ = 0, train_last_d_ = 0;
   uint64_t resumes_confirmed_ = 0, resumes_shrunk_ = 0;
 
   void resume_check(const AckEvent& ev);

@@ -332,6 +332,42 @@ TEST(DeliveryRatePath, SecondTransferOnAKnownPathRunsAtItsRateWithoutLoss) {
   EXPECT_NEAR(c.btlbw(), kRate, 0.05 * kRate);
 }
 
+// Transfers shorter than half a round trip of ACKs never reach the resume check (a round's
+// transfer on a long fast link is often a fraction of its bandwidth-delay product). They
+// cannot show a shrunk path, but their ACKs' rate raises the kept rate and the next one
+// probes a quarter above it: a path that grew is found within a few transfers. Before, they
+// ran at the rate learnt once, for good.
+TEST(DeliveryRatePath, ShortTransfersFindAPathThatGrew) {
+  DeliveryRateController c;
+  testing::BottleneckPath path(c, kRate, kOneWay, 50 * kMilli, kChunks);
+  ASSERT_TRUE(path.transfer(kChunks).ok);
+  path.idle(200 * kMilli);
+  ASSERT_TRUE(path.transfer(kChunks).ok);  // a known path, judged: the model is its rate
+  ASSERT_NEAR(c.btlbw(), kRate, 0.05 * kRate);
+  path.set_rate(3 * kRate);
+  constexpr uint32_t kShort = 200;  // 200 KB: 11 ms at the new rate, a ninth of the RTT
+  for (int i = 0; i < 12; ++i) {
+    path.idle(200 * kMilli);
+    const auto t = path.transfer(kShort);
+    ASSERT_TRUE(t.ok);
+    EXPECT_EQ(t.drops, 0u) << "transfer " << i;
+  }
+  EXPECT_EQ(c.resumes_confirmed(), 1u) << "the short ones are too short to be judged";
+  EXPECT_GE(c.path_bw(), 2.5 * kRate) << "the kept rate followed the path up";
+  EXPECT_LE(c.path_bw(), 3.3 * kRate);
+  // A short transfer never lowers the model: a path that shrank shows in the first longer one.
+  const double kept = c.path_bw();
+  path.set_rate(kRate);
+  path.idle(200 * kMilli);
+  ASSERT_TRUE(path.transfer(kShort).ok);
+  EXPECT_GE(c.path_bw(), kept);
+  path.idle(200 * kMilli);
+  const auto t = path.transfer(kChunks);
+  ASSERT_TRUE(t.ok);
+  EXPECT_EQ(c.resumes_shrunk(), 1u);
+  EXPECT_NEAR(c.btlbw(), kRate, 0.15 * kRate);
+}
+
 TEST(DeliveryRatePath, PathThatShrankBetweenTransfersIsDetectedAndTheRateDrops) {
   DeliveryRateController c;
   testing::BottleneckPath path(c, kRate, kOneWay, 50 * kMilli, kChunks);
