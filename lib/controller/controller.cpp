@@ -322,7 +322,13 @@ std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos no
     candidate_runs_ = 0;
     return back;
   }
-  const bool timing = before_.has_value() && run_.size() < cfg_.regret_rounds;  // a switch not yet judged
+  // The trees in force are timed before any others are tried, so that each switch is judged
+  // against the one before. Only the first measured trees leave the bandwidth-blind plan at
+  // once. Judging only switches whose predecessor happened to be timed let an early switch
+  // (the blind plan had run a few rounds) be followed by untimed ones: a run chose trees of
+  // 1 s rounds three switches in and never compared them with the 0.45 s it had had.
+  const bool timing = cfg_.regret_rounds > 0 && run_plan_.has_value() && stats_.proposals > 0 &&
+                      run_.size() < cfg_.regret_rounds;
   if (new_trees && (timing || (hold_until_ >= 0 && now < hold_until_))) {
     new_trees = false;
     candidate_runs_ = 0;

@@ -120,6 +120,47 @@ TEST(Controller, NewTreesThatMeasureSlowerAreUndoneThenHeldOff) {
   EXPECT_EQ(trees_signature(*again), trees_signature(*next));
 }
 
+// Every switch is judged before the next, whether or not the trees before it were timed: the
+// bandwidth-blind plan ran two rounds when the first measured trees replaced it, and the
+// trees after those must still wait for them to be timed, and be judged against them.
+TEST(Controller, NoNewTreesUntilTheTreesInForceWereTimed) {
+  Controller c(config());
+  const topo::Plan first = c.initial_plan();
+  time_rounds(c, first, 1.0, 2);
+  const std::vector<std::pair<int, double>> slow0 = {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}};
+  feed_all(c, kGbit, 10 * kSecond, slow0);
+  auto a = c.decide(first, 10 * kSecond);
+  ASSERT_TRUE(a) << "the first measured trees do not wait";
+  time_rounds(c, *a, 0.5, 3);  // the switch round and two more
+  // The view changes its mind: site 1 now crawls instead of site 0.
+  auto feed_slow1 = [&](Nanos now) {
+    for (int s = 0; s < kSites; ++s) {
+      wire::MeasureRow r = row(s, kGbit);
+      if (s == 1)
+        for (auto& l : r.links) l.bytes_per_s = kGbit / 100;
+      c.on_row(r, now);
+    }
+  };
+  for (int k = 0; k < 3; ++k) {  // confirm_decisions would be met by the second
+    feed_slow1((11 + k) * kSecond);
+    EXPECT_FALSE(c.decide(*a, (11 + k) * kSecond)) << "the trees in force ran two rounds: not judged yet";
+  }
+  std::optional<topo::Plan> b;
+  time_rounds(c, *a, 0.5, 6);
+  for (int k = 0; k < 3 && !b; ++k) {
+    feed_slow1((14 + k) * kSecond);
+    b = c.decide(*a, (14 + k) * kSecond);
+  }
+  ASSERT_TRUE(b) << "timed: new trees may follow";
+  ASSERT_NE(trees_signature(*b), trees_signature(*a));
+  time_rounds(c, *b, 1.0, 8);  // twice as slow as the trees before
+  feed_all(c, kGbit, 20 * kSecond);
+  auto back = c.decide(*b, 20 * kSecond);
+  ASSERT_TRUE(back) << "judged against the timed trees before it";
+  EXPECT_EQ(trees_signature(*back), trees_signature(*a));
+  EXPECT_EQ(c.stats().regrets, 1u);
+}
+
 // Each regret doubles the hold, up to regret_hold_max: a view that was wrong seven times must
 // still get its chance within minutes once the links change.
 TEST(Controller, RegretHoldDoublesUpToItsCap) {
