@@ -150,6 +150,15 @@ void Controller::print_inputs(std::FILE* f) const {
 }
 
 namespace {
+// The median of `v` (its upper middle), `fallback` when empty.
+double median(std::vector<double> v, double fallback = 0) {
+  if (v.empty()) return fallback;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
+namespace {
 constexpr double kUplinkPeakFloor = 0.8;  // peak against the fastest link's traffic figure (noise)
 }
 
@@ -256,11 +265,6 @@ topo::Network Controller::view() const {
       if (rate[k] > 0) known.push_back(rate[k]);
       if (rtt_[k] > 0) known_rtt.push_back(rtt_[k]);
     }
-  auto median = [](std::vector<double> v, double fallback) {
-    if (v.empty()) return fallback;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
   topo::Network net = topo::Network::uniform(n_, median(known, cfg_.prior_bytes_per_s),
                                              median(known_rtt, cfg_.prior_rtt_s), cfg_.agg_bytes_per_s);
   for (int i = 0; i < n_; ++i)
@@ -355,10 +359,6 @@ std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos no
 
 void Controller::on_round_done(const topo::Plan& plan, Nanos duration) {
   if (!coordinator() || cfg_.regret_rounds == 0 || duration <= 0) return;
-  auto median = [](std::vector<double> v) {
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
   const uint64_t sig = trees_signature(plan);
   if (sig != run_sig_ || !run_plan_) {
     // New trees in force: the ones before are the reference if they were timed enough.

@@ -548,20 +548,29 @@ TEST(EgressMeter, PeakOfBusyWindowsOnly) {
 // Given the bytes per peer, only windows in which several links carried a real part count:
 // a site that sends to one peer at a time shows nothing about a shared uplink, so its links'
 // summed rates (measured one after the other) must not make one up.
-TEST(EgressMeter, PeakCountsOnlyWindowsThatSeveralLinksShared) {
-  EgressMeter m(100 * kMilli);
-  std::vector<uint64_t> to(3, 0);
+// Feeds an EgressMeter a site's cumulative bytes to 3 peers, one call per `tick`.
+struct EgressFeed {
+  EgressMeter& m;
+  Nanos tick;
+  std::vector<uint64_t> to = std::vector<uint64_t>(3, 0);
   uint64_t sent = 0;
   Nanos t = 0;
-  auto run = [&](std::vector<uint64_t> per10ms, int n) {
+  // `n` ticks, each sending `per_tick[j]` bytes to peer j.
+  void run(const std::vector<uint64_t>& per_tick, int n) {
     for (int i = 0; i < n; ++i) {
       for (size_t j = 0; j < to.size(); ++j) {
-        to[j] += per10ms[j];
-        sent += per10ms[j];
+        to[j] += per_tick[j];
+        sent += per_tick[j];
       }
-      m.on_total(sent, t += 10 * kMilli, to);
+      m.on_total(sent, t += tick, to);
     }
-  };
+  }
+};
+
+TEST(EgressMeter, PeakCountsOnlyWindowsThatSeveralLinksShared) {
+  EgressMeter m(100 * kMilli);
+  EgressFeed f{m, 10 * kMilli};
+  auto run = [&](const std::vector<uint64_t>& per10ms, int n) { f.run(per10ms, n); };
   run({0, 1000000, 0}, 30);  // 100 MB/s to peer 1 alone
   run({0, 0, 1000000}, 30);  // then to peer 2 alone
   run({0, 1000000, 20000}, 30);  // with a trickle to peer 2: not a shared window either
@@ -582,18 +591,8 @@ TEST(EgressMeter, PeakCountsOnlyWindowsThatSeveralLinksShared) {
 // filled whole windows.
 TEST(EgressMeter, ShortSharedBurstsCountWhenTheyEnd) {
   EgressMeter m(200 * kMilli);
-  std::vector<uint64_t> to(3, 0);
-  uint64_t sent = 0;
-  Nanos t = 0;
-  auto run = [&](std::vector<uint64_t> per_ms, int n) {
-    for (int i = 0; i < n; ++i) {
-      for (size_t j = 0; j < to.size(); ++j) {
-        to[j] += per_ms[j];
-        sent += per_ms[j];
-      }
-      m.on_total(sent, t += kMilli, to);
-    }
-  };
+  EgressFeed f{m, kMilli};
+  auto run = [&](const std::vector<uint64_t>& per_ms, int n) { f.run(per_ms, n); };
   for (int round = 0; round < 3; ++round) {
     run({0, 2000, 2000}, 300);     // results trickling to both at 4 MB/s for 300 ms
     run({0, 0, 0}, 5);             // idle
@@ -602,14 +601,10 @@ TEST(EgressMeter, ShortSharedBurstsCountWhenTheyEnd) {
   }
   EXPECT_NEAR(m.peak(), 60e6, 3e6);
   EgressMeter tiny(200 * kMilli);
-  to.assign(3, 0);
-  sent = 0;
+  EgressFeed g{tiny, kMilli};
   for (int i = 0; i < 10; ++i) {  // bursts of 5 ms say too little to count
-    for (int k = 0; k < 5; ++k) {
-      to[1] += 50000; to[2] += 50000; sent += 100000;
-      tiny.on_total(sent, t += kMilli, to);
-    }
-    tiny.on_total(sent, t += kMilli, to);
+    g.run({0, 50000, 50000}, 5);
+    g.run({0, 0, 0}, 1);
   }
   EXPECT_EQ(tiny.peak(), 0.0);
 }
