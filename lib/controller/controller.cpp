@@ -362,8 +362,11 @@ void Controller::on_round_done(const topo::Plan& plan, Nanos duration) {
   const uint64_t sig = trees_signature(plan);
   if (sig != run_sig_ || !run_plan_) {
     // New trees in force: the ones before are the reference if they were timed enough.
-    if (run_plan_ && run_.size() >= cfg_.regret_rounds) before_ = Timed{run_sig_, median(run_), std::move(*run_plan_)};
+    const size_t enough = run_is_first_plan_ ? std::min(cfg_.regret_rounds, std::max(cfg_.regret_rounds_first, 1u))
+                                             : cfg_.regret_rounds;
+    if (run_plan_ && run_.size() >= enough) before_ = Timed{run_sig_, median(run_), std::move(*run_plan_)};
     else if (run_plan_) before_.reset();
+    run_is_first_plan_ = !run_plan_;
     run_sig_ = sig;
     run_plan_ = plan;
     run_.clear();

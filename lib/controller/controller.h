@@ -69,6 +69,11 @@ struct ControllerConfig {
   // measured while senders start up, or one that misses what the links carry, can make a
   // worse plan look better, and only the rounds show it. 0: never.
   uint32_t regret_rounds = 5;
+  // The first trees a coordinator times (the bandwidth-blind plan) are replaced as soon as a
+  // view exists, after a few rounds: they are the reference for the first switch from this
+  // many timed rounds on. Its early rounds include the senders' start, so the reference is
+  // lenient: it catches a first switch to far slower trees, not a marginal one.
+  uint32_t regret_rounds_first = 2;
   double regret_margin = 0.15;
   Nanos regret_hold = 30 * kSecond;
   // A link that recovers must get its chance again within minutes, however often the view
@@ -159,6 +164,7 @@ class Controller {
   // the trees before them with their median, and a plan to go back to.
   uint64_t run_sig_ = 0;
   bool run_first_ = true;
+  bool run_is_first_plan_ = false;  // the trees being timed are the first this controller timed
   std::vector<double> run_;
   std::optional<topo::Plan> run_plan_;
   struct Timed {

@@ -161,6 +161,40 @@ TEST(Controller, NoNewTreesUntilTheTreesInForceWereTimed) {
   EXPECT_EQ(c.stats().regrets, 1u);
 }
 
+// The first switch is judged too: the bandwidth-blind plan ran four rounds (two of them
+// timed) when the first view replaced it; trees that then measure twice as slow are undone.
+TEST(Controller, AFirstSwitchToSlowerTreesIsUndoneAgainstTheBlindPlansFewRounds) {
+  Controller c(config());
+  const topo::Plan first = c.initial_plan();
+  time_rounds(c, first, 0.5, 4);  // the switch-in and the first round are not timed
+  const std::vector<std::pair<int, double>> slow0 = {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}};
+  feed_all(c, kGbit, 10 * kSecond, slow0);
+  auto a = c.decide(first, 10 * kSecond);
+  ASSERT_TRUE(a) << "the first measured trees do not wait";
+  ASSERT_NE(trees_signature(*a), trees_signature(first));
+  time_rounds(c, *a, 1.0, 7);
+  feed_all(c, kGbit, 12 * kSecond, slow0);
+  auto back = c.decide(*a, 12 * kSecond);
+  ASSERT_TRUE(back) << "judged against the blind plan's two timed rounds";
+  EXPECT_EQ(trees_signature(*back), trees_signature(first));
+  EXPECT_EQ(c.stats().regrets, 1u);
+}
+
+// One timed round of the blind plan is no reference: the first trees stay, however they time.
+TEST(Controller, ABlindPlanTimedOnceJudgesNothing) {
+  Controller c(config());
+  const topo::Plan first = c.initial_plan();
+  time_rounds(c, first, 0.5, 3);
+  const std::vector<std::pair<int, double>> slow0 = {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}};
+  feed_all(c, kGbit, 10 * kSecond, slow0);
+  auto a = c.decide(first, 10 * kSecond);
+  ASSERT_TRUE(a);
+  time_rounds(c, *a, 1.0, 7);
+  feed_all(c, kGbit, 12 * kSecond, slow0);
+  EXPECT_FALSE(c.decide(*a, 12 * kSecond));
+  EXPECT_EQ(c.stats().regrets, 0u);
+}
+
 // Each regret doubles the hold, up to regret_hold_max: a view that was wrong seven times must
 // still get its chance within minutes once the links change.
 TEST(Controller, RegretHoldDoublesUpToItsCap) {
