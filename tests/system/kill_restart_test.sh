@@ -109,14 +109,21 @@ fi
 # (counted), not an error, and a CI run of the faults bench once tripped on one there.
 bubbles=$(cat "$tmp/survivor.log" "$second" | sed -n 's/.*job 1: .* bubbles up \([0-9]*\) down \([0-9]*\),.*/\1 \2/p' |
           awk '{b += $1 + $2} END {print b + 0}')
+# The restarted site may lose one round more than the outage holds: the survivor's round under
+# way at its return (one it will never serve) runs on to its timeout, up to round_timeout_ms
+# after the return, while the restarted site has begun a later round and waits for it. A CI
+# run measured 2 timeouts and 1 peer moved on at the restarted site after a 1.3 s outage (its
+# values exact everywhere else).
 for f in "$tmp/survivor.log" "$second"; do
-  awk -v b="$bubbles" -v lost_max="$lost_max" -v per_round=250000 -v per_chunk=336 '/job 1:/ {
+  lost_f=$lost_max
+  [[ -z $NOKILL && $f == "$second" ]] && lost_f=$((lost_max + 1))
+  awk -v b="$bubbles" -v lost_max="$lost_f" -v per_round=250000 -v per_chunk=336 '/job 1:/ {
          for (i = 1; i <= NF; ++i) { if ($(i + 1) == "rounds") n = $i; if ($i == "timeouts") t += $(i + 1)
                                      if ($i == "on" && $(i - 1) == "moved") t += $(i + 1)
                                      if ($i == "mean" && $(i + 1) == "100.0000%") e = 100; else if ($(i - 1) == "mean") e = $i + 0 } }
        END { off = (100 - e) / 100 * n * per_round
              exit !(n > 0 && t <= lost_max && off <= t * per_round + b * per_chunk + 1e-6 * n * per_round) }' "$f" ||
-    fail "$(basename "$f"): values differ from the exact mean beyond the rounds that lost something (at most $lost_max) and the bubbles ($bubbles)"
+    fail "$(basename "$f"): values differ from the exact mean beyond the rounds that lost something (at most $lost_f) and the bubbles ($bubbles)"
 done
 awk -v a="$t0" -v b="$t1" 'BEGIN {printf "wall %.3f s\n", b - a}'
 echo ok
