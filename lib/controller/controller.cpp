@@ -7,6 +7,19 @@
 namespace sg::controller {
 namespace {
 constexpr Nanos kProbeFresh = 120 * kSecond;  // a probe result stands for the link this long
+constexpr double kUplinkPeakFloor = 0.8;      // peak against the fastest link's traffic figure (noise)
+// link_rate (below): what makes a traffic figure a share, or a congested link's.
+constexpr double kSaturated = 0.85;
+constexpr Nanos kActiveFor = 3 * kSecond;
+constexpr double kCongestedTrend = 1.25;  // recent RTT this far above the long-term one
+constexpr double kCongestedLoss = 0.005;
+
+// The median of `v` (its upper middle), `fallback` when empty.
+double median(std::vector<double> v, double fallback = 0) {
+  if (v.empty()) return fallback;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
 }  // namespace
 
 std::vector<uint16_t> job_sites(const config::GatewayConfig& cfg) {
@@ -149,19 +162,6 @@ void Controller::print_inputs(std::FILE* f) const {
   }
 }
 
-namespace {
-// The median of `v` (its upper middle), `fallback` when empty.
-double median(std::vector<double> v, double fallback = 0) {
-  if (v.empty()) return fallback;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-}  // namespace
-
-namespace {
-constexpr double kUplinkPeakFloor = 0.8;  // peak against the fastest link's traffic figure (noise)
-}
-
 double Controller::uplink(int site) const {
   if (site < 0 || site >= n_) return 0;
   if (cfg_.uplinks[site] > 0) return cfg_.uplinks[site];
@@ -182,23 +182,6 @@ double Controller::uplink(int site) const {
   // 63 Mbit/s together).
   if (peak < kUplinkPeakFloor * top) return 0;
   return sum > cfg_.uplink_share_factor * peak ? peak : 0;
-}
-
-// Traffic windows measure what a link carried while it shared its sites' uplinks with the
-// job's other transfers; a probe measures the link alone. The planner models the uplinks
-// itself, so it wants each link's own rate:
-//   - a link whose sender's egress or receiver's ingress was near its uplink (the traffic
-//     rates through that site add up to >= kSaturated of it) carried a share: its rate is the
-//     larger of that share and its probe;
-//   - otherwise a traffic figure below the probe stands only if the link shows congestion
-//     (RTT rising or loss): the link slowed down; without those signs the job simply did not
-//     offer more and the probe stands;
-//   - a link without recent traffic: its probe (else its last figure).
-namespace {
-constexpr double kSaturated = 0.85;
-constexpr Nanos kActiveFor = 3 * kSecond;
-constexpr double kCongestedTrend = 1.25;  // recent RTT this far above the long-term one
-constexpr double kCongestedLoss = 0.005;
 }
 
 uint64_t trees_signature(const topo::Plan& p) {
@@ -225,6 +208,16 @@ bool Controller::active(size_t k) const {
   return active_at_[k] >= 0 && last_row_at_ - active_at_[k] <= kActiveFor;
 }
 
+// Traffic windows measure what a link carried while it shared its sites' uplinks with the
+// job's other transfers; a probe measures the link alone. The planner models the uplinks
+// itself, so it wants each link's own rate:
+//   - a link whose sender's egress or receiver's ingress was near its uplink (the traffic
+//     rates through that site add up to >= kSaturated of it) carried a share: its rate is the
+//     larger of that share and its probe;
+//   - otherwise a traffic figure below the probe stands only if the link shows congestion
+//     (RTT rising or loss): the link slowed down; without those signs the job simply did not
+//     offer more and the probe stands;
+//   - a link without recent traffic: its probe (else its last figure).
 double Controller::link_rate(int i, int j, const std::vector<double>& out_sum, const std::vector<double>& in_sum) const {
   const size_t k = static_cast<size_t>(i) * n_ + j;
   const double probe = probe_[k];

@@ -48,6 +48,9 @@ wire::MeasureRow row(int site, double rate, std::vector<std::pair<int, double>> 
   return r;
 }
 
+// Every link into site 0 crawls at a hundredth of the others' rate: trees through it are slow.
+const std::vector<std::pair<int, double>> kInto0Crawls = {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}};
+
 void feed_all(Controller& c, double rate, Nanos now, std::vector<std::pair<int, double>> slow_into_0 = {}) {
   c.on_row(row(0, rate, slow_into_0), now);
   for (int s = 1; s < kSites; ++s) c.on_row(row(s, rate), now);
@@ -74,8 +77,8 @@ TEST(Controller, SameNetworkAsPlannedMeansNoNewPolicy) {
 TEST(Controller, AMuchSlowerLinkTriggersAReplanThatAvoidsIt) {
   Controller c(config());
   const topo::Plan first = c.initial_plan();
-  // Every link into site 0 but one crawls: trees through site 0 are slow now.
-  feed_all(c, kGbit, 10 * kSecond, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  // Trees through site 0 are slow now.
+  feed_all(c, kGbit, 10 * kSecond, kInto0Crawls);
   auto next = c.decide(first, 10 * kSecond);
   ASSERT_TRUE(next);
   EXPECT_GT(c.stats().last_gain, 0.2);
@@ -96,25 +99,25 @@ TEST(Controller, NewTreesThatMeasureSlowerAreUndoneThenHeldOff) {
   Controller c(config());
   const topo::Plan first = c.initial_plan();
   time_rounds(c, first, 1.0, 8);
-  feed_all(c, kGbit, 10 * kSecond, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  feed_all(c, kGbit, 10 * kSecond, kInto0Crawls);
   auto next = c.decide(first, 10 * kSecond);
   ASSERT_TRUE(next);
   ASSERT_NE(trees_signature(*next), trees_signature(first));
   time_rounds(c, *next, 1.5, 3);
-  feed_all(c, kGbit, 11 * kSecond, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  feed_all(c, kGbit, 11 * kSecond, kInto0Crawls);
   EXPECT_FALSE(c.decide(*next, 11 * kSecond)) << "three rounds are too few to judge";
   time_rounds(c, *next, 1.5, 4);
-  feed_all(c, kGbit, 12 * kSecond, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  feed_all(c, kGbit, 12 * kSecond, kInto0Crawls);
   auto back = c.decide(*next, 12 * kSecond);
   ASSERT_TRUE(back);
   EXPECT_EQ(trees_signature(*back), trees_signature(first));
   EXPECT_EQ(c.stats().regrets, 1u);
   time_rounds(c, first, 1.0, 8);
-  feed_all(c, kGbit, 20 * kSecond, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  feed_all(c, kGbit, 20 * kSecond, kInto0Crawls);
   EXPECT_FALSE(c.decide(first, 20 * kSecond)) << "held off for regret_hold (30 s)";
-  feed_all(c, kGbit, 50 * kSecond, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  feed_all(c, kGbit, 50 * kSecond, kInto0Crawls);
   auto again = c.decide(first, 50 * kSecond);
-  feed_all(c, kGbit, 51 * kSecond, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  feed_all(c, kGbit, 51 * kSecond, kInto0Crawls);
   if (!again) again = c.decide(first, 51 * kSecond);  // confirm_decisions: twice in a row
   ASSERT_TRUE(again) << "after the hold the view may try them again";
   EXPECT_EQ(trees_signature(*again), trees_signature(*next));
@@ -127,8 +130,7 @@ TEST(Controller, NoNewTreesUntilTheTreesInForceWereTimed) {
   Controller c(config());
   const topo::Plan first = c.initial_plan();
   time_rounds(c, first, 1.0, 2);
-  const std::vector<std::pair<int, double>> slow0 = {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}};
-  feed_all(c, kGbit, 10 * kSecond, slow0);
+  feed_all(c, kGbit, 10 * kSecond, kInto0Crawls);
   auto a = c.decide(first, 10 * kSecond);
   ASSERT_TRUE(a) << "the first measured trees do not wait";
   time_rounds(c, *a, 0.5, 3);  // the switch round and two more
@@ -167,13 +169,12 @@ TEST(Controller, AFirstSwitchToSlowerTreesIsUndoneAgainstTheBlindPlansFewRounds)
   Controller c(config());
   const topo::Plan first = c.initial_plan();
   time_rounds(c, first, 0.5, 4);  // the switch-in and the first round are not timed
-  const std::vector<std::pair<int, double>> slow0 = {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}};
-  feed_all(c, kGbit, 10 * kSecond, slow0);
+  feed_all(c, kGbit, 10 * kSecond, kInto0Crawls);
   auto a = c.decide(first, 10 * kSecond);
   ASSERT_TRUE(a) << "the first measured trees do not wait";
   ASSERT_NE(trees_signature(*a), trees_signature(first));
   time_rounds(c, *a, 1.0, 7);
-  feed_all(c, kGbit, 12 * kSecond, slow0);
+  feed_all(c, kGbit, 12 * kSecond, kInto0Crawls);
   auto back = c.decide(*a, 12 * kSecond);
   ASSERT_TRUE(back) << "judged against the blind plan's two timed rounds";
   EXPECT_EQ(trees_signature(*back), trees_signature(first));
@@ -185,12 +186,11 @@ TEST(Controller, ABlindPlanTimedOnceJudgesNothing) {
   Controller c(config());
   const topo::Plan first = c.initial_plan();
   time_rounds(c, first, 0.5, 3);
-  const std::vector<std::pair<int, double>> slow0 = {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}};
-  feed_all(c, kGbit, 10 * kSecond, slow0);
+  feed_all(c, kGbit, 10 * kSecond, kInto0Crawls);
   auto a = c.decide(first, 10 * kSecond);
   ASSERT_TRUE(a);
   time_rounds(c, *a, 1.0, 7);
-  feed_all(c, kGbit, 12 * kSecond, slow0);
+  feed_all(c, kGbit, 12 * kSecond, kInto0Crawls);
   EXPECT_FALSE(c.decide(*a, 12 * kSecond));
   EXPECT_EQ(c.stats().regrets, 0u);
 }
@@ -203,27 +203,26 @@ TEST(Controller, RegretHoldDoublesUpToItsCap) {
   cfg.regret_hold_max = 120 * kSecond;
   Controller c(cfg);
   const topo::Plan first = c.initial_plan();
-  const std::vector<std::pair<int, double>> slow = {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}};
   Nanos t = 10 * kSecond;
   time_rounds(c, first, 1.0, 8);
   const Nanos expected[] = {30 * kSecond, 60 * kSecond, 120 * kSecond, 120 * kSecond, 120 * kSecond};
   for (const Nanos hold : expected) {
     std::optional<topo::Plan> next;
     for (int k = 0; k < 3 && !next; ++k, t += kSecond) {  // confirm_decisions: twice in a row
-      feed_all(c, kGbit, t, slow);
+      feed_all(c, kGbit, t, kInto0Crawls);
       next = c.decide(first, t);
     }
     ASSERT_TRUE(next) << "after the hold the view may try its trees again";
     ASSERT_NE(trees_signature(*next), trees_signature(first));
     time_rounds(c, *next, 1.5, 8);
-    feed_all(c, kGbit, t, slow);
+    feed_all(c, kGbit, t, kInto0Crawls);
     auto back = c.decide(*next, t);
     ASSERT_TRUE(back);
     ASSERT_EQ(trees_signature(*back), trees_signature(first));
     EXPECT_EQ(c.stats().regret_hold, hold);
     time_rounds(c, first, 1.0, 8);
     t += kSecond;
-    feed_all(c, kGbit, t, slow);
+    feed_all(c, kGbit, t, kInto0Crawls);
     EXPECT_FALSE(c.decide(first, t)) << "held off";
     t += hold;
   }
@@ -234,11 +233,11 @@ TEST(Controller, NewTreesThatMeasureFasterStay) {
   Controller c(config());
   const topo::Plan first = c.initial_plan();
   time_rounds(c, first, 1.0, 8);
-  feed_all(c, kGbit, 10 * kSecond, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  feed_all(c, kGbit, 10 * kSecond, kInto0Crawls);
   auto next = c.decide(first, 10 * kSecond);
   ASSERT_TRUE(next);
   time_rounds(c, *next, 0.8, 8);
-  feed_all(c, kGbit, 12 * kSecond, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  feed_all(c, kGbit, 12 * kSecond, kInto0Crawls);
   EXPECT_FALSE(c.decide(*next, 12 * kSecond));
   EXPECT_EQ(c.stats().regrets, 0u);
 }
@@ -337,14 +336,14 @@ TEST(Controller, SelmcastGivesAStragglersIdleTimeToExtraReceivers) {
 TEST(Controller, MinIntervalAndFreshRowsGateDecisions) {
   Controller c(config());
   const topo::Plan first = c.initial_plan();
-  feed_all(c, kGbit, 10 * kSecond, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  feed_all(c, kGbit, 10 * kSecond, kInto0Crawls);
   auto next = c.decide(first, 10 * kSecond);
   ASSERT_TRUE(next);
   c.on_proposed(10 * kSecond);
   // No new rows: nothing new to decide on.
   EXPECT_FALSE(c.decide(first, 20 * kSecond));
   // New rows, but within min_interval of the proposal: wait.
-  feed_all(c, kGbit, 10 * kSecond + 500 * kMilli, {{1, kGbit / 100}, {2, kGbit / 100}, {3, kGbit / 100}});
+  feed_all(c, kGbit, 10 * kSecond + 500 * kMilli, kInto0Crawls);
   EXPECT_FALSE(c.decide(first, 10 * kSecond + 500 * kMilli));
   // After it, the same evidence proposes again (against a plan that did not change).
   EXPECT_TRUE(c.decide(first, 11 * kSecond + 1));
