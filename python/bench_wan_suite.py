@@ -81,14 +81,17 @@ def main():
     ap.add_argument("--tcp-cc", default="", help="gloo's TCP congestion control (scripts/testbed --tcp-cc; default bbr)")
     ap.add_argument("--results", default=os.path.join(ROOT, "perf", "results"),
                     help="where a full run writes wan-suite.md ('' for nowhere)")
+    ap.add_argument("--below-mbit", type=float, default=0, metavar="MBIT",
+                    help="the simulator check at rates this machine's CPUs carry: every profile's rates and "
+                         "queues scaled so that no link is faster than MBIT; stormgate f32 against gloo only")
     ap.add_argument("--sim-again", metavar="WAN_SUITE_MD",
                     help="rerun only the simulator against the testbed times of an earlier full run's wan-suite.md")
     a = ap.parse_args()
     if a.sim_again:
         return sim_again(a.sim_again, os.environ.get("SG_BUILD", os.path.join(ROOT, "build")))
     profiles = ["lossy"] if a.quick else [p.strip() for p in a.profiles.split(",") if p.strip()]
-    codecs = ["f32"] if a.quick else ["f32", "adaptive", "int8"]
-    baselines = ["gloo"] if a.quick else ["gloo", "gloo-fp16"]
+    codecs = ["f32"] if a.quick or a.below_mbit else ["f32", "adaptive", "int8"]
+    baselines = ["gloo"] if a.quick or a.below_mbit else ["gloo", "gloo-fp16"]
     a.bytes = a.bytes or ((1 << 20) if a.quick else (16 << 20))
     a.rounds = a.rounds or (1 if a.quick else 3)
     a.pairs = a.pairs or (1 if a.quick else 2)
@@ -103,11 +106,15 @@ def main():
     os.environ.setdefault("STORMGATE_PYEXT_DIR", os.path.join(build, "client"))
     med = statistics.median
     out = {"bench": "wan-suite", "bytes": a.bytes, "mode": "quick" if a.quick else "full"}
+    if a.below_mbit:
+        out["mode"] = "below %g Mbit/s" % a.below_mbit
     table = []
     tmp = tempfile.mkdtemp(prefix="sg-wansuite-")
     try:
         for prof in profiles:
             a.wan = os.path.join(ROOT, "config", "wan", prof + ".yaml")
+            if a.below_mbit:
+                a.wan = below_rate(a.wan, a.below_mbit, tmp, out)
             print("== %s: %d MB per round, stormgate %s vs %s" % (prof, a.bytes >> 20, ", ".join(codecs), ", ".join(baselines)),
                   flush=True)
             pairs = tbs.series(a, codecs, 0, tmp, baselines)
@@ -144,8 +151,29 @@ def main():
         out["adaptive_over_best_max"] = max(out["adaptive_over_best_" + p] for p in profiles)
     print(json.dumps(out))
     if not a.quick and a.results:
-        write_results(a, table, keys, out)
+        write_results(a, table, keys, out, "wan-suite-below-%gmbit.md" % a.below_mbit if a.below_mbit else "wan-suite.md")
     return 0
+
+
+def below_rate(path, mbit, tmp, out):
+    """The profile at `path` with its rates scaled so that no link is faster than `mbit`
+    (written to tmp under the same name; the scale goes into out as rate_scale_<profile>).
+    On this 2-vCPU machine the gateways, the emulator and the workers share the cores, and at
+    1 Gbit/s per link the rounds are bound by the CPU, which the simulator does not model:
+    below that, both sides see only the network."""
+    p = wan_profile.load(path)
+    name = p["name"]
+    top = wan_profile.max_rate_mbit(p)
+    if top <= 0:
+        raise SystemExit("wan-suite: %s sets no rate_mbit; --below-mbit has nothing to scale" % path)
+    scale = min(1.0, mbit / top)
+    out["rate_scale_" + name] = round(scale, 4)
+    scaled = os.path.join(tmp, name + ".yaml")
+    import yaml
+    with open(scaled, "w") as f:
+        f.write("# %s with every rate and queue scaled by %.4g (wan-suite --below-mbit %g)\n" % (name, scale, mbit))
+        yaml.safe_dump(wan_profile.scaled(p, scale), f, sort_keys=False)
+    return scaled
 
 
 def sim_again(md, build):
@@ -163,8 +191,11 @@ def sim_again(md, build):
                 break
             cells = [c.strip() for c in lines[i].strip("|").split("|")]
             prof, row = cells[0], dict(zip(keys, map(float, cells[1:])))
-            row["sim_stormgate"], row["sim_ring"] = simulate(build, os.path.join(ROOT, "config", "wan", prof + ".yaml"),
-                                                             out["bytes"], tmp, out["gloo_tcp_cc"])
+            path = os.path.join(ROOT, "config", "wan", prof + ".yaml")
+            if "rate_scale_" + prof in out:  # a run of --below-mbit: the same scaled profile
+                path = below_rate(path, out["rate_scale_" + prof] * wan_profile.max_rate_mbit(wan_profile.load(path)),
+                                  tmp, out)
+            row["sim_stormgate"], row["sim_ring"] = simulate(build, path, out["bytes"], tmp, out["gloo_tcp_cc"])
             sim_ratios(out, prof, row["sim_stormgate"], row["sim_ring"], row["stormgate_f32"], row["gloo"])
             lines[i] = "| %s | " % prof + " | ".join("%.3f" % row[k] for k in keys) + " |"
     finally:
@@ -177,11 +208,13 @@ def sim_again(md, build):
     return 0
 
 
-def write_results(a, table, keys, out):
-    """perf/results/wan-suite.md: the table and the figures of a full run."""
-    path = os.path.join(a.results, "wan-suite.md")
+def write_results(a, table, keys, out, name):
+    """perf/results/<name>: the table and the figures of a full run."""
+    path = os.path.join(a.results, name)
     with open(path, "w") as f:
-        f.write("# wan-suite: %d MB per round, 3 sites x %d worker through tools/wanem\n\n" % (a.bytes >> 20, a.workers))
+        f.write("# wan-suite: %d MB per round, 3 sites x %d worker through tools/wanem%s\n\n" % (
+            a.bytes >> 20, a.workers, (", every profile's rates scaled to at most %g Mbit/s per link (rate_scale_*)" % a.below_mbit)
+            if a.below_mbit else ""))
         f.write("Median round times in seconds (%d alternated pairs of %d rounds after %d warm-up). `bound_s`: the "
                 "uncompressed physical bound (python/bench_testbed_sync.py `physical_bound`); `sim_*`: the simulator "
                 "on the same profile (python/wan_profile.py).\n\n" % (a.pairs, a.rounds, a.warmup))

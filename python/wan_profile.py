@@ -51,7 +51,10 @@ def translate(profile):
             if p.get(k):
                 left_out.add(k)
         rate = p.get("rate_mbit", 0) or UNLIMITED_MBIT
-        queue_ms = p.get("queue_kb", 1000) * 1024 * 8 / (rate * 1e6) * 1e3
+        # tools/wanem counts queue_kb in thousands of bytes; the simulator's queue is in time at
+        # the link's base rate (a rate dip of the schedule shrinks it in bytes, wanem's does not).
+        queue_bytes = p["queue_kb"] * 1000 if "queue_kb" in p else 1 << 20  # wanem's default
+        queue_ms = queue_bytes * 8 / (rate * 1e6) * 1e3
         fields = ["from: s%d" % i, "to: s%d" % j, "mbps: %g" % rate, "delay_ms: %g" % p.get("delay_ms", 0),
                   "queue_ms: %.4g" % max(0.1, queue_ms), "loss: %g" % p.get("loss", 0)]
         b = p.get("burst")
@@ -72,6 +75,32 @@ def translate(profile):
                 "{at_s: %g, factor: %.6g}" % (at, f) for at, f in steps))
         lines.append("  - {%s}" % ", ".join(fields))
     return "\n".join(lines) + "\n", sorted(left_out)
+
+
+def _rate_specs(profile):
+    """Every entry of the profile that may carry rate_mbit or queue_kb."""
+    specs = [profile.get("default") or {}] + list(profile.get("pairs") or [])
+    for ph in (profile.get("schedule") or {}).get("phases") or []:
+        specs += list(ph.get("pairs") or [])
+    return specs
+
+
+def max_rate_mbit(profile):
+    """The fastest rate any pair has at any time of the schedule (0: none set)."""
+    return max((float(e["rate_mbit"]) for e in _rate_specs(profile) if e.get("rate_mbit")), default=0.0)
+
+
+def scaled(profile, factor):
+    """The profile with every rate and queue scaled by `factor`: the same delays, losses and
+    schedule, and the same queueing delay at each rate."""
+    import copy
+    q = copy.deepcopy(profile)
+    q.pop("name", None)
+    for e in _rate_specs(q):
+        for k in ("rate_mbit", "queue_kb"):
+            if e.get(k):
+                e[k] = float(e[k]) * factor
+    return q
 
 
 def load(path):
