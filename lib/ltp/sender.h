@@ -115,6 +115,8 @@ class Sender {
   uint32_t close_kept() const { return close_kept_; }
   uint32_t chunk_count() const { return count_; }
   uint32_t acked_chunks() const { return acked_; }
+  // Every chunk below this index is acknowledged (the cumulative point, as TCP's snd_una).
+  uint32_t acked_below() const { return cum_; }
   uint64_t inflight_bytes() const { return inflight_; }
   Nanos srtt() const { return srtt_; }
   Nanos finished_at() const { return finished_at_; }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/gloo_ring.h"
+
 namespace sg::sim {
 
 Cluster::Cluster(Wan& wan, std::vector<std::unique_ptr<Participant>> sites) : wan_(wan), sites_(std::move(sites)) {
@@ -59,21 +61,37 @@ std::vector<std::unique_ptr<Participant>> make_sync_sites(int n, uint32_t chunk_
   return v;
 }
 
+namespace {
+RingConfig ring_site(const std::vector<int>& order, size_t i, uint32_t chunk_bytes, size_t floats, uint64_t seed,
+                     const SimTimeouts& t, TcpCc cc) {
+  RingConfig rc;
+  rc.order = order;
+  rc.self = static_cast<int>(i);
+  rc.chunk_bytes = chunk_bytes;
+  rc.floats = floats;
+  rc.seed = seed * 104729 + i;
+  rc.timeouts = t;
+  rc.cc = cc;
+  return rc;
+}
+}  // namespace
+
 std::vector<std::unique_ptr<Participant>> make_ring_sites(const std::vector<int>& order, uint32_t chunk_bytes,
                                                           size_t floats, uint64_t seed, const SimTimeouts& t,
                                                           TcpCc cc) {
   std::vector<std::unique_ptr<Participant>> v;
-  for (size_t i = 0; i < order.size(); ++i) {
-    RingConfig rc;
-    rc.order = order;
-    rc.self = static_cast<int>(i);
-    rc.chunk_bytes = chunk_bytes;
-    rc.floats = floats;
-    rc.seed = seed * 104729 + i;
-    rc.timeouts = t;
-    rc.cc = cc;
-    v.push_back(std::make_unique<RingParticipant>(rc));
-  }
+  for (size_t i = 0; i < order.size(); ++i)
+    v.push_back(std::make_unique<RingParticipant>(ring_site(order, i, chunk_bytes, floats, seed, t, cc)));
+  return v;
+}
+
+std::vector<std::unique_ptr<Participant>> make_gloo_ring_sites(const std::vector<int>& order, uint32_t chunk_bytes,
+                                                               size_t floats, uint64_t max_segment_bytes, uint64_t seed,
+                                                               const SimTimeouts& t, TcpCc cc) {
+  std::vector<std::unique_ptr<Participant>> v;
+  for (size_t i = 0; i < order.size(); ++i)
+    v.push_back(std::make_unique<GlooRingParticipant>(
+        GlooRingConfig{ring_site(order, i, chunk_bytes, floats, seed, t, cc), max_segment_bytes}));
   return v;
 }
 

@@ -47,6 +47,11 @@ std::vector<std::unique_ptr<Participant>> make_sync_sites(int n, uint32_t chunk_
 std::vector<std::unique_ptr<Participant>> make_ring_sites(const std::vector<int>& order, uint32_t chunk_bytes,
                                                           size_t floats, uint64_t seed, const SimTimeouts& t = {},
                                                           TcpCc cc = TcpCc::kNewReno);
+// The same ring as gloo runs it (sim/gloo_ring.h): segments of at most `max_segment_bytes`
+// (real bytes: gloo's 1 MiB over the simulation's scale), two in flight per link.
+std::vector<std::unique_ptr<Participant>> make_gloo_ring_sites(const std::vector<int>& order, uint32_t chunk_bytes,
+                                                               size_t floats, uint64_t max_segment_bytes, uint64_t seed,
+                                                               const SimTimeouts& t = {}, TcpCc cc = TcpCc::kNewReno);
 // Installs `plan` (policy `version`) at every SiteSync site and its splits in the Wan.
 bool install_plan(Cluster& c, const topo::Plan& plan, uint32_t version);
 

@@ -48,21 +48,29 @@ RingParticipant::RingParticipant(const RingConfig& cfg) : cfg_(cfg), rng_(cfg.se
   size_t max_seg = 1;
   for (int s = 0; s < n_; ++s) max_seg = std::max(max_seg, seg_first_[s + 1] - seg_first_[s]);
   const uint32_t max_chunks = static_cast<uint32_t>((max_seg * 4 + cfg_.chunk_bytes - 1) / cfg_.chunk_bytes);
+  sender_ = std::make_unique<ltp::Sender>(reliable_sender_config(self_node_, next_node_, max_chunks, cfg_.timeouts), rc_, rng_);
+  receiver_ = std::make_unique<ltp::Receiver>(reliable_receiver_config(self_node_, max_chunks, cfg_.timeouts));
+}
+
+ltp::SenderConfig reliable_sender_config(uint16_t self, uint16_t peer, uint32_t max_chunks, const SimTimeouts& t) {
   ltp::SenderConfig sc;
-  sc.local_node = self_node_;
-  sc.peer_node = next_node_;
+  sc.local_node = self;
+  sc.peer_node = peer;
   sc.max_chunks = max_chunks;
-  sc.give_up_after = cfg_.timeouts.give_up_after;
-  sender_ = std::make_unique<ltp::Sender>(sc, rc_, rng_);
+  sc.give_up_after = t.give_up_after;
+  return sc;
+}
+
+ltp::ReceiverConfig reliable_receiver_config(uint16_t self, uint32_t max_chunks, const SimTimeouts& t) {
   ltp::ReceiverConfig rc;
-  rc.local_node = self_node_;
+  rc.local_node = self;
   rc.max_chunks = max_chunks;
   rc.max_transfers = 8;
   rc.rounds_ahead = 0;
-  rc.abandon_after = cfg_.timeouts.abandon_after;
+  rc.abandon_after = t.abandon_after;
   rc.early_close.enabled = false;  // reliable: every chunk, like TCP
   rc.early_close.max_loss_fraction = 0;
-  receiver_ = std::make_unique<ltp::Receiver>(rc);
+  return rc;
 }
 
 // Reduce-scatter step k (k < n-1): send segment (pos-k), receive (pos-k-1) and add it.

@@ -2,11 +2,13 @@
 // Endpoint of the Wan built on the real lib/ state machines:
 //   SyncParticipant — sync::SiteSync unchanged (stormgate's trees, and the PS / blind-tree
 //                     baselines as plans; reliable_baseline for the TCP-like transport);
-//   RingParticipant — ring all-reduce (reduce-scatter then all-gather, Gloo/Horovod) on one
-//                     ltp::Sender to the next site and one ltp::Receiver, in the reliable
-//                     setting SiteSync uses for its baseline (AIMD, no Early Close). The
-//                     ring's AIMD window persists across its 2(n-1) steps and across rounds,
-//                     like the long-lived TCP connection Gloo keeps (no slow start per step).
+//   RingParticipant — ring all-reduce (reduce-scatter then all-gather), one transfer per
+//                     ring step as Horovod's ring moves large messages, on one ltp::Sender
+//                     to the next site and one ltp::Receiver, in the reliable setting
+//                     SiteSync uses for its baseline (AIMD, no Early Close). The ring's
+//                     window persists across its 2(n-1) steps and across rounds, like a
+//                     long-lived TCP connection (no slow start per step). gloo's own ring,
+//                     segmented with two segments in flight, is sim/gloo_ring.h.
 #pragma once
 
 #include <cstdint>
@@ -100,6 +102,10 @@ class PersistentTcp final : public ltp::RateController {
   std::unique_ptr<ltp::RateController> inner_;
   bool started_ = false;
 };
+
+// A ring's connection to its next site, reliable as TCP (no Early Close; every chunk).
+ltp::SenderConfig reliable_sender_config(uint16_t self, uint16_t peer, uint32_t max_chunks, const SimTimeouts& t);
+ltp::ReceiverConfig reliable_receiver_config(uint16_t self, uint32_t max_chunks, const SimTimeouts& t);
 
 struct RingConfig {
   std::vector<int> order;       // the ring: sim site indices; node id = index + 1

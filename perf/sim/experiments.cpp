@@ -109,6 +109,15 @@ ModeResult run_ring(const Setup& s, const sim::WanSpec& w, const std::string& na
   return run_rounds(s, wan, c, name);
 }
 
+ModeResult run_gloo_ring(const Setup& s, const sim::WanSpec& w, const std::string& name, sim::TcpCc cc) {
+  const topo::Network net = sim::network_at(w, 0, s.scale, kAggBps);
+  sim::Wan wan(w, max_msg(s), s.scale);
+  constexpr uint64_t kGlooSegment = 1 << 20;  // gloo's AllreduceOptionsImpl::kMaxSegmentSize
+  sim::Cluster c(wan, sim::make_gloo_ring_sites(sim::best_ring(s.n, net.bw, net.rtt), s.chunk_real, s.model_real / 4,
+                                                kGlooSegment / s.scale, w.seed, {}, cc));
+  return run_rounds(s, wan, c, name);
+}
+
 controller::ControlPlaneConfig stack_control(const Setup& s, const sim::WanSpec& w, const StackOptions& o, int self) {
   controller::ControlPlaneConfig c;
   const int n = s.n;

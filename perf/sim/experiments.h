@@ -56,6 +56,10 @@ ModeResult run_sync(const Setup& s, const sim::WanSpec& wan, const topo::Plan& p
 ModeResult run_ring(const Setup& s, const sim::WanSpec& wan, const std::string& name,
                     sim::TcpCc cc = sim::TcpCc::kNewReno);
 
+// The same with gloo's segmented ring (sim/gloo_ring.h: 1 MiB segments, two in flight), for
+// the check against real gloo (parts_testbed).
+ModeResult run_gloo_ring(const Setup& s, const sim::WanSpec& wan, const std::string& name, sim::TcpCc cc);
+
 // stormgate's stack as gateways run it: every site a sim::GatewaySite (SiteSync and the
 // gateway's control plane, lib/controller), rounds back to back on `wan`. Every site starts
 // from the controller's first plan (links alike, configured uplinks); the coordinator's

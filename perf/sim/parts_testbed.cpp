@@ -4,9 +4,11 @@
 // same gradient size, and the gateway's own DATA chunk, so that a simulated loss hits one
 // 1344-byte packet as on the testbed (the other parts simulate 64 KB chunks, where one loss
 // stands for forty). The stack as the gateways run it in full precision, and ring all-reduce
-// (gloo's algorithm) over each TCP congestion control a kernel may run under gloo: NewReno
-// (the other parts' baseline), CUBIC (Linux's default) and BBR; wan-suite divides these by the
-// testbed's measured round times, taking the ring on the testbed's own congestion control.
+// as gloo runs it (sim/gloo_ring.h: 1 MiB segments, two in flight per link, a send waiting for
+// the receiver's posted receive) over each TCP congestion control a kernel may run under
+// gloo: NewReno (the other parts' baseline), CUBIC (Linux's default) and BBR; wan-suite
+// divides these by the testbed's measured round times, taking the ring on the testbed's own
+// congestion control.
 #include <cstdio>
 #include <cstdlib>
 
@@ -26,7 +28,7 @@ void part_testbed(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repo
   const uint64_t model = a.bytes ? a.bytes : 16ull << 20;
   std::printf("The testbed's WAN profiles simulated (%s per round, %u-byte chunks, median of rounds %d-%d)\n",
               size_name(model).c_str(), kGatewayChunk, kRounds - kReported + 1, kRounds);
-  bench::Table t({"scenario", "stormgate f32 s", "ring NewReno s", "ring CUBIC s", "ring BBR s", "retx", "bubbles"});
+  bench::Table t({"scenario", "stormgate f32 s", "gloo ring NewReno s", "gloo ring CUBIC s", "gloo ring BBR s", "retx", "bubbles"});
   for (const auto& sc : scs) {
     Setup s = make_setup(sc, model, a.mem_budget, kRounds, kReported);
     s.chunk_real = kGatewayChunk / s.scale / 4 * 4;
@@ -41,7 +43,7 @@ void part_testbed(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repo
     r.fig["testbed_sim_stormgate_s_" + sc.name] = stack;
     for (auto [cc, key] : {std::pair{sim::TcpCc::kNewReno, "newreno"}, std::pair{sim::TcpCc::kCubic, "cubic"},
                            std::pair{sim::TcpCc::kBbr, "bbr"}}) {
-      const ModeResult ring = run_ring(s, sc.wan, std::string("ring all-reduce (") + key + ")", cc);
+      const ModeResult ring = run_gloo_ring(s, sc.wan, std::string("gloo ring all-reduce (") + key + ")", cc);
       row.push_back(bench::fmt(ring.seconds, "%.3f") + (ring.ok ? "" : " (dnf)"));
       r.fig["testbed_sim_ring_" + std::string(key) + "_s_" + sc.name] = ring.seconds;
     }

@@ -125,6 +125,55 @@ TEST(Wan, RingIsReliableUnderLoss) {
   EXPECT_EQ(r.stats.bubbles, 0u);
 }
 
+// gloo's ring (sim/gloo_ring.h): segments smaller than the model, uneven last segments, any
+// ring size, rounds back to back, losses: every site ends with the mean.
+TEST(Wan, GlooRingGivesEverySiteTheMean) {
+  for (int n : {2, 3, 5}) {
+    for (double loss : {0.0, 0.02}) {
+      WanSpec w = mesh(n, 12.5e6, 5 * kMilli, loss, 6);
+      Wan wan(w, 2048, 1);
+      const size_t floats = 30011;  // 8 segments of 16 KB, the last one short
+      const auto net = network_at(w, 0, 1, 1e9);
+      Cluster c(wan, make_gloo_ring_sites(best_ring(n, net.bw, net.rtt), 1024, floats, 16 << 10, 6));
+      uint64_t retx = 0;
+      for (uint32_t round = 1; round <= 2; ++round) {
+        Inputs in(n, floats, round + 10);
+        const RoundResult r = c.run_round(round, in.spans, 120 * kSecond);
+        ASSERT_TRUE(r.ok) << n << " sites, loss " << loss;
+        expect_mean(c, in);
+        EXPECT_EQ(r.stats.bubbles, 0u);
+        retx += r.stats.retransmits;
+      }
+      if (loss > 0) {
+        EXPECT_GT(retx, 0u) << n << " sites";
+      }
+    }
+  }
+}
+
+// Two segments in flight per link: on a 100 ms round trip, 16 KB segments hold a link to about
+// two segments per round trip, while 1 MiB ones leave it to the congestion window.
+TEST(Wan, GloosTwoSegmentsInFlightBoundALongPath) {
+  const int n = 3;
+  WanSpec w = mesh(n, 12.5e6, 50 * kMilli, 0, 7);
+  const size_t floats = (1 << 20) / 4;
+  double secs[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    Wan wan(w, 2048, 1);
+    Cluster c(wan, make_gloo_ring_sites({0, 1, 2}, 1024, floats, k == 0 ? 16 << 10 : 1 << 20, 7, {}, TcpCc::kBbr));
+    Inputs in(n, floats, 2);
+    for (uint32_t round = 1; round <= 2; ++round) {  // the second: the windows are open
+      const RoundResult r = c.run_round(round, in.spans, 300 * kSecond);
+      ASSERT_TRUE(r.ok) << k;
+      secs[k] = r.seconds;
+    }
+    expect_mean(c, in);
+  }
+  // 16 KB: 66 segments, 44 iterations per phase at about two per round trip: >= 4 s.
+  EXPECT_GT(secs[0], 3.0) << "16 KB segments: " << secs[0] << " s";
+  EXPECT_GT(secs[0], 3 * secs[1]) << "16 KB segments " << secs[0] << " s, 1 MiB " << secs[1] << " s";
+}
+
 // The baselines' congestion control (SyncConfig::reliable_cc, RingConfig::cc): every choice
 // stays reliable (exact means, no bubbles), and under 2% random loss on a 40 ms RTT path the
 // BBR-like one, which does not back off on random loss, beats NewReno, as BBR beats it on the

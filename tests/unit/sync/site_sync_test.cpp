@@ -171,7 +171,9 @@ TEST(SiteSync, EarlyDataIsHeldAndReplayedWhenTheRoundBegins) {
     // -> 2) arrives from 80 ms on.
     const Nanos begin_at = c.net.now_ + 150 * kMilli;
     c.run_until(150 * kMilli, [] { return false; });
-    if (hold) EXPECT_GT(c.sites[2]->early_held_now(), 0u);
+    if (hold) {
+      EXPECT_GT(c.sites[2]->early_held_now(), 0u);
+    }
     EXPECT_TRUE(c.sites[2]->begin_round(2, c.local[2], c.net.now_, *c.ports[2]));
     EXPECT_EQ(c.sites[2]->early_held_now(), 0u);
     EXPECT_TRUE(c.run_until(10 * kSecond, [&] {
