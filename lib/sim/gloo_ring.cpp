@@ -10,6 +10,7 @@ namespace sg::sim {
 GlooRingParticipant::GlooRingParticipant(const GlooRingConfig& cfg)
     : cfg_(cfg.ring), max_segment_bytes_(cfg.max_segment_bytes), rng_(cfg.ring.seed), rc_(cfg.ring.cc) {
   n_ = cfg_.order.size();
+  if (n_ < 2 || cfg_.chunk_bytes < sizeof(float)) return;  // nothing to run (begin_round refuses)
   const size_t pos = static_cast<size_t>(std::find(cfg_.order.begin(), cfg_.order.end(), cfg_.self) - cfg_.order.begin());
   // gloo sends to rank - 1 and receives from rank + 1; this ring sends to the next position.
   q_ = (n_ - pos) % n_;
@@ -35,11 +36,13 @@ GlooRingParticipant::GlooRingParticipant(const GlooRingConfig& cfg)
   receiver_ = std::make_unique<ltp::Receiver>(reliable_receiver_config(self_node_, max_chunks, cfg_.timeouts));
 }
 
-size_t GlooRingParticipant::send_seg(size_t i) const {
-  return ((phase_ == 0 ? q_ + 1 : q_) * per_rank_ + i) % segs_;
+// gloo's offsets: reduce-scatter sends segment (q+1)*k + i and receives (q+2)*k + i (k segments
+// per rank), all-gather sends q*k + i and receives (q+1)*k + i.
+size_t GlooRingParticipant::send_seg(int phase, size_t i) const {
+  return ((phase == 0 ? q_ + 1 : q_) * per_rank_ + i) % segs_;
 }
-size_t GlooRingParticipant::recv_seg(size_t i) const {
-  return ((phase_ == 0 ? q_ + 2 : q_ + 1) * per_rank_ + i) % segs_;
+size_t GlooRingParticipant::recv_seg(int phase, size_t i) const {
+  return ((phase == 0 ? q_ + 2 : q_ + 1) * per_rank_ + i) % segs_;
 }
 size_t GlooRingParticipant::seg_floats(size_t seg) const {
   const size_t first = seg * seg_len_;
@@ -47,7 +50,7 @@ size_t GlooRingParticipant::seg_floats(size_t seg) const {
 }
 
 bool GlooRingParticipant::begin_round(uint32_t round, std::span<const float> local, Nanos now, ltp::PacketSink& tx) {
-  if (running_ || local.size() != work_.size() || n_ < 2) return false;
+  if (running_ || local.size() != work_.size() || n_ < 2 || !sender_) return false;
   std::copy(local.begin(), local.end(), work_.begin());
   std::fill(recv_count_.begin(), recv_count_.end(), 0);
   round_ = round;
@@ -93,7 +96,7 @@ void GlooRingParticipant::advance(Nanos now, ltp::PacketSink& tx) {
     bool sent = false;
     while (released_ < issued_ &&
            (released_ < 2 || sender_->acked_below() >= (released_ - 1) * seg_chunks_)) {
-      const size_t seg = send_seg(released_);
+      const size_t seg = send_seg(phase_, released_);
       std::memcpy(send_buf_.data() + released_ * seg_chunks_ * cfg_.chunk_bytes, work_.data() + seg * seg_len_,
                   seg_floats(seg) * sizeof(float));
       for (uint32_t c = 0; c < seg_chunks_; ++c) sender_->release(static_cast<uint32_t>(released_ * seg_chunks_ + c), now);
@@ -124,7 +127,7 @@ void GlooRingParticipant::on_chunk(const ltp::ChunkRef& c, std::span<const uint8
   const int phase = c.key.shard;
   // The receive side of iteration `it` in that phase (the peer may start the all-gather
   // while this site still sends its last reduce-scatter segments: those were copied out).
-  const size_t seg = ((phase == 0 ? q_ + 2 : q_ + 1) * per_rank_ + it) % segs_;
+  const size_t seg = recv_seg(phase, it);
   const size_t at = (c.chunk_index % seg_chunks_) * (cfg_.chunk_bytes / sizeof(float));
   const size_t have = seg_floats(seg);
   const size_t len = at < have ? std::min(payload.size() / sizeof(float), have - at) : 0;
@@ -142,6 +145,7 @@ void GlooRingParticipant::on_chunk(const ltp::ChunkRef& c, std::span<const uint8
 }
 
 void GlooRingParticipant::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSink& tx) {
+  if (!sender_) return;
   auto common = wire::parse_common(msg);
   if (!common) return;
   if (common->type == wire::MsgType::kData) {
@@ -154,6 +158,7 @@ void GlooRingParticipant::on_packet(std::span<const uint8_t> msg, Nanos now, ltp
 }
 
 Nanos GlooRingParticipant::poll(Nanos now, ltp::PacketSink& tx) {
+  if (!sender_) return ltp::kNever;
   Nanos next = receiver_->poll(now, *this, tx);
   if (running_ && !sender_->done()) next = std::min(next, sender_->poll(now, tx));
   advance(now, tx);

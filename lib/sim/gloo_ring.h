@@ -43,9 +43,9 @@ class GlooRingParticipant final : public Participant, private ltp::ReceiverSink 
   void on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) override;
   void on_bubble(const ltp::ChunkRef&, ltp::FillRule) override { ++stats_.bubbles; }
   void on_transfer_end(const ltp::TransferSummary&) override {}
-  // Segment index (into the gradient) sent / received at iteration i of the current phase.
-  size_t send_seg(size_t i) const;
-  size_t recv_seg(size_t i) const;
+  // Segment index (into the gradient) sent / received at iteration i of a phase.
+  size_t send_seg(int phase, size_t i) const;
+  size_t recv_seg(int phase, size_t i) const;
   size_t seg_floats(size_t seg) const;  // 0 past the end of the gradient
   void start_phase(int phase, Nanos now);
   void advance(Nanos now, ltp::PacketSink& tx);

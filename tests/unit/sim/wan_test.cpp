@@ -151,6 +151,21 @@ TEST(Wan, GlooRingGivesEverySiteTheMean) {
   }
 }
 
+// A ring of one site has nothing to exchange: the participant refuses the round, never crashes.
+TEST(Wan, GlooRingOfOneSiteRefusesTheRound) {
+  auto sites = make_gloo_ring_sites({0}, 1024, 100, 1 << 20, 1);
+  ASSERT_EQ(sites.size(), 1u);
+  struct NullSink final : ltp::PacketSink {
+    void send(const ltp::TxMeta&, std::span<const uint8_t>, std::span<const uint8_t>) override { ++sent; }
+    int sent = 0;
+  } sink;
+  std::vector<float> local(100, 1.0f);
+  EXPECT_FALSE(sites[0]->begin_round(1, local, 0, sink));
+  EXPECT_EQ(sites[0]->poll(0, sink), ltp::kNever);
+  EXPECT_FALSE(sites[0]->round_done());
+  EXPECT_EQ(sink.sent, 0);
+}
+
 // Two segments in flight per link: on a 100 ms round trip, 16 KB segments hold a link to about
 // two segments per round trip, while 1 MiB ones leave it to the congestion window.
 TEST(Wan, GloosTwoSegmentsInFlightBoundALongPath) {
