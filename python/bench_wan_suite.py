@@ -25,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 
+import yaml
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
@@ -114,7 +116,10 @@ def main():
         for prof in profiles:
             a.wan = os.path.join(ROOT, "config", "wan", prof + ".yaml")
             if a.below_mbit:
-                a.wan = below_rate(a.wan, a.below_mbit, tmp, out)
+                top = wan_profile.max_rate_mbit(wan_profile.load(a.wan))
+                if top <= 0:
+                    raise SystemExit("wan-suite: %s sets no rate_mbit; --below-mbit has nothing to scale" % a.wan)
+                a.wan = scaled_profile(a.wan, min(1.0, a.below_mbit / top), tmp, out)
             print("== %s: %d MB per round, stormgate %s vs %s" % (prof, a.bytes >> 20, ", ".join(codecs), ", ".join(baselines)),
                   flush=True)
             pairs = tbs.series(a, codecs, 0, tmp, baselines)
@@ -155,23 +160,18 @@ def main():
     return 0
 
 
-def below_rate(path, mbit, tmp, out):
-    """The profile at `path` with its rates scaled so that no link is faster than `mbit`
-    (written to tmp under the same name; the scale goes into out as rate_scale_<profile>).
-    On this 2-vCPU machine the gateways, the emulator and the workers share the cores, and at
-    1 Gbit/s per link the rounds are bound by the CPU, which the simulator does not model:
-    below that, both sides see only the network."""
+def scaled_profile(path, scale, tmp, out):
+    """The profile at `path` with every rate and queue scaled by `scale` (wan-suite
+    --below-mbit), written to tmp under the same name; the scale goes into out as
+    rate_scale_<profile>. On this 2-vCPU machine the gateways, the emulator and the workers
+    share the cores, and at 1 Gbit/s per link the rounds are bound by the CPU, which the
+    simulator does not model: below that, both sides see only the network."""
     p = wan_profile.load(path)
     name = p["name"]
-    top = wan_profile.max_rate_mbit(p)
-    if top <= 0:
-        raise SystemExit("wan-suite: %s sets no rate_mbit; --below-mbit has nothing to scale" % path)
-    scale = min(1.0, mbit / top)
-    out["rate_scale_" + name] = round(scale, 4)
+    out["rate_scale_" + name] = round(scale, 6)
     scaled = os.path.join(tmp, name + ".yaml")
-    import yaml
     with open(scaled, "w") as f:
-        f.write("# %s with every rate and queue scaled by %.4g (wan-suite --below-mbit %g)\n" % (name, scale, mbit))
+        f.write("# %s with every rate and queue scaled by %.6g (wan-suite --below-mbit)\n" % (name, scale))
         yaml.safe_dump(wan_profile.scaled(p, scale), f, sort_keys=False)
     return scaled
 
@@ -193,8 +193,7 @@ def sim_again(md, build):
             prof, row = cells[0], dict(zip(keys, map(float, cells[1:])))
             path = os.path.join(ROOT, "config", "wan", prof + ".yaml")
             if "rate_scale_" + prof in out:  # a run of --below-mbit: the same scaled profile
-                path = below_rate(path, out["rate_scale_" + prof] * wan_profile.max_rate_mbit(wan_profile.load(path)),
-                                  tmp, out)
+                path = scaled_profile(path, out["rate_scale_" + prof], tmp, out)
             row["sim_stormgate"], row["sim_ring"] = simulate(build, path, out["bytes"], tmp, out["gloo_tcp_cc"])
             sim_ratios(out, prof, row["sim_stormgate"], row["sim_ring"], row["stormgate_f32"], row["gloo"])
             lines[i] = "| %s | " % prof + " | ".join("%.3f" % row[k] for k in keys) + " |"

@@ -133,11 +133,7 @@ void GlooRingParticipant::on_chunk(const ltp::ChunkRef& c, std::span<const uint8
   const size_t len = at < have ? std::min(payload.size() / sizeof(float), have - at) : 0;
   float* dst = work_.data() + seg * seg_len_ + at;
   if (phase == 0) {
-    for (size_t i = 0; i < len; ++i) {
-      float v;
-      std::memcpy(&v, payload.data() + sizeof(float) * i, sizeof(float));
-      dst[i] += v;
-    }
+    add_.add(dst, payload.data(), len);
   } else {
     std::memcpy(dst, payload.data(), len * sizeof(float));
   }

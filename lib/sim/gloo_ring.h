@@ -61,6 +61,7 @@ class GlooRingParticipant final : public Participant, private ltp::ReceiverSink 
   std::vector<float> work_;
   std::vector<uint8_t> send_buf_;     // a phase's transfer: segment i at i * seg_chunks_ chunks
   std::vector<uint32_t> recv_count_;  // chunks of iteration i received this phase
+  const agg::AddKernels& add_ = agg::add_kernels(agg::best_isa());  // the gateways' SIMD add
   Rng rng_;
   PersistentTcp rc_;
   std::unique_ptr<ltp::Sender> sender_;

@@ -142,11 +142,7 @@ void RingParticipant::on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> 
   const size_t len = payload.size() / 4;
   if (c.codec != CodecId::kF32 || payload.size() % 4 || off + len > seg_first_[seg + 1]) return;
   if (k < n_ - 1) {
-    for (size_t i = 0; i < len; ++i) {
-      float v;
-      std::memcpy(&v, payload.data() + 4 * i, 4);
-      work_[off + i] += v;
-    }
+    add_.add(work_.data() + off, payload.data(), len);
   } else {
     std::memcpy(work_.data() + off, payload.data(), payload.size());
   }

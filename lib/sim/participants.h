@@ -16,6 +16,7 @@
 #include <span>
 #include <vector>
 
+#include "aggregate/add_kernels.h"
 #include "common/rng.h"
 #include "ltp/tcp_cc.h"
 #include "ltp/receiver.h"
@@ -143,6 +144,7 @@ class RingParticipant final : public Participant, private ltp::ReceiverSink {
   std::vector<size_t> seg_first_;  // n+1 boundaries in floats
   std::vector<float> work_;
   std::vector<uint8_t> recv_done_;
+  const agg::AddKernels& add_ = agg::add_kernels(agg::best_isa());  // the gateways' SIMD add
   Rng rng_;
   PersistentTcp rc_;
   std::unique_ptr<ltp::Sender> sender_;

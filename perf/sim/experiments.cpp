@@ -101,20 +101,15 @@ ModeResult run_sync(const Setup& s, const sim::WanSpec& w, const topo::Plan& pla
   return run_rounds(s, wan, c, name);
 }
 
-ModeResult run_ring(const Setup& s, const sim::WanSpec& w, const std::string& name, sim::TcpCc cc) {
+ModeResult run_ring(const Setup& s, const sim::WanSpec& w, const std::string& name, sim::TcpCc cc,
+                    uint64_t gloo_segment_bytes) {
   const topo::Network net = sim::network_at(w, 0, s.scale, kAggBps);
   sim::Wan wan(w, max_msg(s), s.scale);
-  sim::Cluster c(wan, sim::make_ring_sites(sim::best_ring(s.n, net.bw, net.rtt), s.chunk_real, s.model_real / 4, w.seed,
-                                           {}, cc));
-  return run_rounds(s, wan, c, name);
-}
-
-ModeResult run_gloo_ring(const Setup& s, const sim::WanSpec& w, const std::string& name, sim::TcpCc cc) {
-  const topo::Network net = sim::network_at(w, 0, s.scale, kAggBps);
-  sim::Wan wan(w, max_msg(s), s.scale);
-  constexpr uint64_t kGlooSegment = 1 << 20;  // gloo's AllreduceOptionsImpl::kMaxSegmentSize
-  sim::Cluster c(wan, sim::make_gloo_ring_sites(sim::best_ring(s.n, net.bw, net.rtt), s.chunk_real, s.model_real / 4,
-                                                kGlooSegment / s.scale, w.seed, {}, cc));
+  const auto order = sim::best_ring(s.n, net.bw, net.rtt);
+  sim::Cluster c(wan, gloo_segment_bytes
+                          ? sim::make_gloo_ring_sites(order, s.chunk_real, s.model_real / 4,
+                                                      gloo_segment_bytes / s.scale, w.seed, {}, cc)
+                          : sim::make_ring_sites(order, s.chunk_real, s.model_real / 4, w.seed, {}, cc));
   return run_rounds(s, wan, c, name);
 }
 

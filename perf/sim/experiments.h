@@ -52,13 +52,11 @@ const char* topo_name(Topo t);
 ModeResult run_sync(const Setup& s, const sim::WanSpec& wan, const topo::Plan& plan, bool reliable,
                     const std::string& name, sim::TcpCc cc = sim::TcpCc::kNewReno);
 // Ring all-reduce, reliable (NewReno unless `cc` says otherwise), best ring order for the
-// measured network.
+// measured network: one transfer per ring step, or, with gloo_segment_bytes (wire bytes; gloo
+// uses kGlooSegment), gloo's segmented ring with two segments in flight (sim/gloo_ring.h).
+inline constexpr uint64_t kGlooSegment = 1 << 20;  // gloo's AllreduceOptionsImpl::kMaxSegmentSize
 ModeResult run_ring(const Setup& s, const sim::WanSpec& wan, const std::string& name,
-                    sim::TcpCc cc = sim::TcpCc::kNewReno);
-
-// The same with gloo's segmented ring (sim/gloo_ring.h: 1 MiB segments, two in flight), for
-// the check against real gloo (parts_testbed).
-ModeResult run_gloo_ring(const Setup& s, const sim::WanSpec& wan, const std::string& name, sim::TcpCc cc);
+                    sim::TcpCc cc = sim::TcpCc::kNewReno, uint64_t gloo_segment_bytes = 0);
 
 // stormgate's stack as gateways run it: every site a sim::GatewaySite (SiteSync and the
 // gateway's control plane, lib/controller), rounds back to back on `wan`. Every site starts

@@ -43,7 +43,7 @@ void part_testbed(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repo
     r.fig["testbed_sim_stormgate_s_" + sc.name] = stack;
     for (auto [cc, key] : {std::pair{sim::TcpCc::kNewReno, "newreno"}, std::pair{sim::TcpCc::kCubic, "cubic"},
                            std::pair{sim::TcpCc::kBbr, "bbr"}}) {
-      const ModeResult ring = run_gloo_ring(s, sc.wan, std::string("gloo ring all-reduce (") + key + ")", cc);
+      const ModeResult ring = run_ring(s, sc.wan, std::string("gloo ring all-reduce (") + key + ")", cc, kGlooSegment);
       row.push_back(bench::fmt(ring.seconds, "%.3f") + (ring.ok ? "" : " (dnf)"));
       r.fig["testbed_sim_ring_" + std::string(key) + "_s_" + sc.name] = ring.seconds;
     }
