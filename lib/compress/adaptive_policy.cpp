@@ -41,6 +41,12 @@ Decision AdaptivePolicy::current() const {
   return {l.codec, l.topk_ratio, level_, false};
 }
 
+void AdaptivePolicy::raise() {
+  if (at_top()) return;
+  ++level_;
+  calm_ = 0;
+}
+
 Decision AdaptivePolicy::update(const LinkSample& s) {
   const int before = level_;
   if (s.throughput_Bps > 0 && s.compute_time > 0) {

@@ -89,6 +89,12 @@ class AdaptivePolicy {
 
   Decision current() const;
   double exposure() const { return last_exposure_; }  // of the last sample, for telemetry
+  // Bytes at f32 over bytes at the current level (1 at full precision).
+  double factor() const { return cfg_.ladder[static_cast<size_t>(level_)].factor(); }
+  bool at_top() const { return level_ + 1 >= static_cast<int>(cfg_.ladder.size()); }
+  // One level more, decided from outside this link's own rule (LinkCodecs: the link sets the
+  // round's time while others are compressed). Restarts the calm count, like any raise.
+  void raise();
   const AdaptiveConfig& config() const { return cfg_; }
 
  private:

@@ -50,7 +50,10 @@ std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const st
                                                       : std::max<Nanos>(measured_compute, 0);
   last_compute_ = compute;
   std::fill(exposure_.begin(), exposure_.end(), 0.0);
-  for (const auto& [a, b] : topo::tree_links(plan)) {
+  const auto tree = topo::tree_links(plan);
+  std::vector<size_t> weighed;  // tree links measured this time
+  bool any_compressed = false;
+  for (const auto& [a, b] : tree) {
     const size_t k = static_cast<size_t>(a) * n_ + b;
     compress::LinkSample s;
     if (k < links.size()) {
@@ -62,9 +65,34 @@ std::vector<topo::LinkCodec> LinkCodecs::decide(const topo::Plan& plan, const st
     s.compute_time = compute;
     const compress::Decision d = policy_[k].update(s);
     exposure_[k] = compute > 0 ? policy_[k].exposure() : 0.0;
+    if (s.throughput_Bps > 0 && compute > 0) weighed.push_back(k);
+    any_compressed |= d.codec != CodecId::kF32;
+  }
+  if (any_compressed) raise_round_bottleneck(weighed);
+  for (const auto& [a, b] : tree) {
+    const compress::Decision d = policy_[static_cast<size_t>(a) * n_ + b].current();
     if (d.codec != CodecId::kF32) out.push_back({static_cast<topo::SiteId>(a), static_cast<topo::SiteId>(b), d.codec});
   }
   return out;
+}
+
+void LinkCodecs::raise_round_bottleneck(const std::vector<size_t>& weighed) {
+  // A round lasts as long as its slowest link. Once the rule compresses some links, a link it
+  // leaves at full precision (clear, under bottleneck_exposure) may be the one that sets the
+  // round: the others' compression then buys nothing. So while the slowest link's transfer at
+  // its level still exceeds the compute, compress it one level more; stop when it fits behind
+  // the compute or is at the ladder's top. No link is raised that is not the round's slowest.
+  for (;;) {
+    size_t slowest = 0;
+    double longest = 0;  // transfer time over compute at the link's current level
+    for (const size_t k : weighed)
+      if (const double t = exposure_[k] / policy_[k].factor(); t > longest) {
+        longest = t;
+        slowest = k;
+      }
+    if (longest <= 1.0 || policy_[slowest].at_top()) return;
+    policy_[slowest].raise();
+  }
 }
 
 bool same_codecs(const std::vector<topo::LinkCodec>& a, const std::vector<topo::LinkCodec>& b) {

@@ -10,7 +10,9 @@
 //             else the one the gateways measure (the longest update lag the sites report:
 //             from a round's result handed to the workers to their next update complete).
 //             With neither it cannot tell whether the network is the bottleneck, so it
-//             keeps full precision.
+//             keeps full precision. Once the rule compresses a link, the round's slowest
+//             link is compressed further while its transfer still exceeds the compute
+//             (raise_round_bottleneck): a round waits for its slowest link.
 #pragma once
 
 #include <vector>
@@ -46,6 +48,8 @@ class LinkCodecs {
  private:
   config::CompressionConfig cfg_;
   int n_;
+  void raise_round_bottleneck(const std::vector<size_t>& weighed);
+
   std::vector<compress::AdaptivePolicy> policy_;  // per directed link
   std::vector<double> exposure_;                  // per directed link, of the last decide()
   Nanos last_compute_ = 0;
