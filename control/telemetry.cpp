@@ -80,9 +80,12 @@ int links_cb(const char*, const char*, rte_tel_data* d) {
       // Messages from this peer's address that were refused: "bad_tag=3,replayed=1" (empty: none).
       std::string refused;
       for (size_t r = 0; r < auth.by_peer[i].size(); ++r)
-        if (auth.by_peer[i][r])
-          refused += (refused.empty() ? "" : ",") + std::string(dp::auth_drop_name(static_cast<dp::AuthDrop>(r))) + "=" +
-                     std::to_string(auth.by_peer[i][r]);
+        if (auth.by_peer[i][r]) {
+          if (!refused.empty()) refused += ',';
+          refused += dp::auth_drop_name(static_cast<dp::AuthDrop>(r));
+          refused += '=';
+          refused += std::to_string(auth.by_peer[i][r]);
+        }
       rte_tel_data_add_dict_string(d, (name + "_auth_refused").c_str(), refused.c_str());
     }
     for (const auto& v : views) {
@@ -167,17 +170,20 @@ int policy_cb(const char*, const char*, rte_tel_data* d) {
     const auto& t = p.shards[s];
     // "root=SITE bytes=B parents=a,b,c" with site ids (parent of each site in site-id order, - for the root)
     std::string v = "root=" + std::to_string(sites[t.root]) + " bytes=" + std::to_string(t.bytes()) + " parents=";
-    for (size_t i = 0; i < t.parent.size(); ++i)
-      v += (i ? "," : "") + (t.parent[i] == topo::kNoSite ? std::string("-") : std::to_string(sites[t.parent[i]]));
+    for (size_t i = 0; i < t.parent.size(); ++i) {
+      if (i) v += ',';
+      v += t.parent[i] == topo::kNoSite ? std::string("-") : std::to_string(sites[t.parent[i]]);
+    }
     rte_tel_data_add_dict_string(d, ("shard" + std::to_string(s)).c_str(), v.c_str());
   }
   rte_tel_data_add_dict_u64(d, "multipath_splits", p.splits.size());
   // "FROM>TO:codec,..." with site ids; empty: full precision everywhere.
   std::string codecs;
   for (const auto& c : p.codecs)
-    if (c.from < sites.size() && c.to < sites.size())
-      codecs += (codecs.empty() ? "" : ",") + std::to_string(sites[c.from]) + ">" + std::to_string(sites[c.to]) + ":" +
-                std::string(codec_name(c.codec));
+    if (c.from < sites.size() && c.to < sites.size()) {
+      if (!codecs.empty()) codecs += ',';
+      codecs += std::to_string(sites[c.from]) + ">" + std::to_string(sites[c.to]) + ":" + std::string(codec_name(c.codec));
+    }
   rte_tel_data_add_dict_string(d, "codecs", codecs.c_str());
   if (const PolicyAgent* a = g_gw->agent()) {
     rte_tel_data_add_dict_u64(d, "switches", a->stats().switches.load());
