@@ -502,6 +502,11 @@ void Gateway::print_job_summary(const JobStack& js) const {
               (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.peers_moved_on.get(),
               (unsigned long long)rc.retransmits.get(), (unsigned long long)rc.rto_expiries.get(),
               (unsigned long long)rc.early_data.get(), (unsigned long long)rc.early_held.get(), exact);
+  uint64_t standby = 0;
+  for (const auto& tx : js.txs) standby += tx->sprayer().standby_chunks();
+  if (standby)
+    std::printf("[%s] job %u: %llu DATA chunks sent over a standby relay (their direct path backlogged)\n",
+                c.site.name.c_str(), c.job.id, (unsigned long long)standby);
   if (js.runners.size() > 1 && stacks_.size() == 1) {
     // How the job spread over the engines (shards s % engines == q under the plan in force);
     // the engines' LTP counters are not per job, so only with one job.

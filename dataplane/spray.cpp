@@ -10,6 +10,13 @@ constexpr Nanos kDefaultExpiry = 100 * kMilli;
 constexpr Nanos kMinExpiry = 2 * kMilli;
 // How far (in chunks of total in-flight) a slot may lag behind the least loaded one.
 constexpr double kSlackChunks = 16;
+// A slot is backlogged (standby relays) when both its smoothed RTT and its in-flight data are
+// this many times what the path carries without a queue (its minimum RTT, its bandwidth-delay
+// product): a queue of a whole round trip, in time and in bytes. A paced sender on a healthy
+// path keeps under both; a path whose capacity collapsed under the sender's pace crosses both
+// within a few round trips. In-flight alone also trips on a busy host's bursts (late polls),
+// which do not stretch a WAN round trip twofold.
+constexpr double kBacklogFactor = 2;
 
 }  // namespace
 
@@ -156,6 +163,11 @@ int Sprayer::pick_st(uint16_t peer, uint32_t bytes, Nanos now) {
         if (best < 0 || s.current > p->slot[best].current) best = static_cast<int>(k);
       }
       if (best >= 0) p->slot[best].current -= total;
+      if (standby_ && best >= 0 && backlogged(p->slot[best], bytes))
+        if (const int spare = standby_for(*p, bytes, now); spare >= 0) {
+          standby_chunks_.add();
+          return spare;
+        }
       break;
     }
   }
@@ -203,6 +215,30 @@ void Sprayer::on_ack_st(uint16_t peer, uint16_t path_id, Nanos echo_ts, Nanos no
     s.min_rtt = s.min_rtt ? std::min(s.min_rtt, rtt) : rtt;
   }
   if (matched && measured_) sample_rate(*p, s, now);
+}
+
+bool Sprayer::backlogged(const Slot& s, uint32_t bytes) {
+  const double rate = rate_of(s);
+  if (rate <= 0 || s.min_rtt <= 0 || static_cast<double>(s.srtt) <= kBacklogFactor * static_cast<double>(s.min_rtt))
+    return false;
+  const double limit = std::max(kSlackChunks * bytes, kBacklogFactor * rate * seconds(s.min_rtt));
+  return static_cast<double>(s.sent - s.done) > limit;
+}
+
+int Sprayer::standby_for(Peer& p, uint32_t bytes, Nanos now) {
+  Nanos peer_srtt = 0;
+  for (unsigned k = 0; k < p.count; ++k) peer_srtt = std::max(peer_srtt, p.slot[k].srtt);
+  int best = -1;
+  for (unsigned k = 0; k < p.count; ++k) {
+    Slot& s = p.slot[k];
+    if (s.via == 0 || s.plan_weight > 0 || s.factor <= 0) continue;
+    expire(s, now, peer_srtt);
+    const uint64_t inflight = s.sent - s.done;
+    // Unmeasured: a few chunks to learn its rate from; measured: its own backlog test.
+    if (rate_of(s) <= 0 ? inflight + bytes > kSlackChunks * bytes : backlogged(s, bytes)) continue;
+    if (best < 0 || inflight < p.slot[best].sent - p.slot[best].done) best = static_cast<int>(k);
+  }
+  return best;
 }
 
 double Sprayer::rate_of(const Slot& s) { return *std::max_element(s.rate_max.begin(), s.rate_max.end()); }

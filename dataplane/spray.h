@@ -21,6 +21,16 @@
 // an epoch (probing, as BBR's gain cycle): a path with room delivers more and its rate rises.
 // Paths the plan gives no weight stay out.
 //
+// Standby relays (kAdaptive, on by default): a relayed slot the plan gives no weight is kept in
+// reserve. When the slot the round robin picks is backlogged -- its smoothed RTT over twice its
+// minimum and more in flight than twice its measured delivery rate times that minimum, i.e. a
+// queue of a round trip has built up on it -- the chunk takes the least loaded standby relay that is not backlogged itself (before
+// it has a rate, up to 16 chunks in flight). A direct path whose capacity drops mid-round
+// (another tenant's traffic on the backbone) so sheds what it cannot carry onto the relay
+// within round trips, long before the controller measures the drop and replans; while the
+// direct path keeps up nothing is relayed (a relayed chunk crosses two links). A slot without
+// a measured rate is never called backlogged.
+//
 // In-flight per slot: bytes sent minus bytes known to have left the path. The receiver's ACK
 // echoes the path_id and send_ts of the DATA that triggered it; a path delivers in order, so
 // everything sent on that slot up to that send_ts has arrived or is lost. Entries older than a
@@ -67,6 +77,8 @@ class Sprayer {
   void set_mode(SprayMode m) { mode_ = m; }
   // Weights from each path's measured delivery rate (default) or from the plan alone.
   void set_measured_weights(bool on) { measured_ = on; }
+  // Relays without plan weight as overflow for a backlogged slot (kAdaptive; default on).
+  void set_standby_relays(bool on) { standby_ = on; }
   static constexpr int kRateEpochs = 4;
   static constexpr double kProbeGain = 1.25;
   SprayMode mode() const { return mode_; }
@@ -86,6 +98,7 @@ class Sprayer {
   uint64_t inflight(uint16_t peer, unsigned slot) const;
   double delivery_rate(uint16_t peer, unsigned slot) const;  // bytes/s measured; 0: not yet
   const SlotCounters* counters(uint16_t peer, unsigned slot) const;
+  uint64_t standby_chunks() const { return standby_chunks_.get(); }  // sent on a standby relay
 
  private:
   struct Flight {
@@ -121,12 +134,16 @@ class Sprayer {
   static void expire(Slot& s, Nanos now, Nanos peer_srtt);
   static void refresh(Slot& s) { s.weight = s.plan_weight * s.factor; }
   static double rate_of(const Slot& s);
+  static bool backlogged(const Slot& s, uint32_t bytes);
+  int standby_for(Peer& p, uint32_t bytes, Nanos now);
   void sample_rate(Peer& p, Slot& s, Nanos now);
   void reweigh(Peer& p);
 
   std::deque<Peer> peers_;  // grows at setup only (a deque: slots hold atomics, never moved)
   SprayMode mode_ = SprayMode::kAdaptive;
   bool measured_ = true;
+  bool standby_ = true;
+  Counter standby_chunks_;
 };
 
 }  // namespace sg::dp

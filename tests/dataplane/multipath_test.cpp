@@ -13,6 +13,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -130,6 +131,77 @@ TEST(Sprayer, MeasuredWeightsFindThePathsRatesFromTheAckClock) {
   EXPECT_NEAR(plan.fast_share, 0.5, 0.001);
   EXPECT_GT(measured.fast_share, 0.68);
   EXPECT_LT(measured.ticks, 0.65 * plan.ticks);
+}
+
+// A direct path of 3 packets per tick that drops to one packet every 3 ticks at tick 2000 (a
+// backbone taken by other traffic), and a relay the plan gives no weight (3 per tick, 15
+// ticks each way against the direct path's 10). The sender paces 2 packets per tick with at
+// most 400 in flight. Returns the ticks to deliver `total` and the packets relayed before and
+// after the drop.
+struct DropResult {
+  int ticks = 0;
+  int relayed_before = 0, relayed_after = 0;
+  uint64_t standby_chunks = 0;  // the sprayer's own count
+};
+DropResult simulate_drop(bool standby, int total) {
+  Sprayer sp;
+  sp.set_standby_relays(standby);
+  sp.add_path(2, 0, 0);
+  sp.add_path(2, 1, 3);  // via site 3: no plan weight
+  constexpr Nanos kTick = 1000;
+  constexpr int kDrop = 2000;
+  const int delay[2] = {10, 15};
+  std::deque<Nanos> queue[2];
+  struct Ack {
+    int at, slot;
+    Nanos echo;
+  };
+  std::deque<Ack> acks;
+  DropResult r;
+  int sent = 0, delivered = 0;
+  for (int t = 0; t < 200000; ++t) {
+    const Nanos now = t * kTick;
+    while (!acks.empty() && acks.front().at <= t) {
+      const auto& a = acks.front();
+      sp.on_ack_st(2, a.slot ? pathid::relayed(1, 2) : pathid::direct(0), a.echo, now);
+      acks.pop_front();
+    }
+    for (int k = 0; k < 2 && sent < total && sent - delivered < 400; ++k, ++sent) {
+      const int s = sp.pick_st(2, 1000, now);
+      sp.on_sent_st(2, static_cast<unsigned>(s), 1000, now);
+      queue[s].push_back(now);
+      if (s == 1) ++(t < kDrop ? r.relayed_before : r.relayed_after);
+    }
+    const int cap[2] = {t < kDrop ? 3 : (t % 3 == 0 ? 1 : 0), 3};
+    for (int s = 0; s < 2; ++s)
+      for (int k = 0; k < cap[s] && !queue[s].empty(); ++k) {
+        acks.push_back(Ack{t + 2 * delay[s], s, queue[s].front()});
+        queue[s].pop_front();
+        ++delivered;
+      }
+    // ACKs of both paths in arrival order.
+    std::stable_sort(acks.begin(), acks.end(), [](const Ack& a, const Ack& b) { return a.at < b.at; });
+    if (delivered == total) {
+      r.ticks = t;
+      r.standby_chunks = sp.standby_chunks();
+      return r;
+    }
+  }
+  r.ticks = 200000;
+  return r;
+}
+
+TEST(Sprayer, AStandbyRelayTakesWhatADirectPathCanNoLongerCarry) {
+  const DropResult on = simulate_drop(true, 20000);
+  const DropResult off = simulate_drop(false, 20000);
+  // 20000 packets at 2 per tick: 10000 ticks at best. Without the relay, the 16000 sent after
+  // the drop cross at a third of a packet per tick.
+  EXPECT_EQ(on.relayed_before, 0) << "the direct path kept up: nothing relayed";
+  EXPECT_EQ(off.relayed_before + off.relayed_after, 0);
+  EXPECT_GT(on.relayed_after, 12000) << "the relay carries what the direct path cannot (5/6 of it at best)";
+  EXPECT_LT(on.ticks, 11000);
+  EXPECT_GT(off.ticks, 40000);
+  EXPECT_EQ(on.standby_chunks, static_cast<uint64_t>(on.relayed_after)) << "counted";
 }
 
 TEST(Sprayer, HostileAcksAreIgnored) {
