@@ -77,6 +77,8 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
     sync_->set_sample_sink(this);
     sync_->set_result_sink(this);
   }
+  // topology.multipath: false keeps every chunk on its direct path, planned or not.
+  tx_.sprayer().set_standby_relays(cfg.topology.multipath);
   tx_.sprayer().set_plan(plan, sites_, self_);
   policy_ = policy_version;
   c_.policy_version.store(policy_version);

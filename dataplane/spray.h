@@ -79,6 +79,7 @@ class Sprayer {
   void set_measured_weights(bool on) { measured_ = on; }
   // Relays without plan weight as overflow for a backlogged slot (kAdaptive; default on).
   void set_standby_relays(bool on) { standby_ = on; }
+  bool standby_relays() const { return standby_; }
   static constexpr int kRateEpochs = 4;
   static constexpr double kProbeGain = 1.25;
   SprayMode mode() const { return mode_; }

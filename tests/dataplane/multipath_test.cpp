@@ -451,6 +451,9 @@ TEST(Multipath, RelayedPlanGivesExactMeansAndTheRelayOnlyForwards) {
   // Every link sends 2 of 3 chunks direct and 1 through the third site.
   Testbed tb("r", 3, 256 * 1024, 1, /*relay=*/true, 1, 2, 1);
   tb.set_mode(SprayMode::kWeighted);
+  // topology.multipath reaches the sprayer (the harness plans from site 0 with it off).
+  EXPECT_FALSE(tb.sites[0].tx->sprayer().standby_relays());
+  EXPECT_TRUE(tb.sites[1].tx->sprayer().standby_relays());
   // The estimator's samples, as the control thread would take them.
   rte_ring* samples[kSites];
   for (int i = 0; i < kSites; ++i) {
