@@ -164,7 +164,7 @@ int Sprayer::pick_st(uint16_t peer, uint32_t bytes, Nanos now) {
       }
       if (best >= 0) p->slot[best].current -= total;
       if (standby_ && best >= 0 && backlogged(p->slot[best], bytes))
-        if (const int spare = standby_for(*p, bytes, now); spare >= 0) {
+        if (const int spare = standby_for(*p, bytes, now, peer_srtt); spare >= 0) {
           standby_chunks_.add();
           return spare;
         }
@@ -225,9 +225,7 @@ bool Sprayer::backlogged(const Slot& s, uint32_t bytes) {
   return static_cast<double>(s.sent - s.done) > limit;
 }
 
-int Sprayer::standby_for(Peer& p, uint32_t bytes, Nanos now) {
-  Nanos peer_srtt = 0;
-  for (unsigned k = 0; k < p.count; ++k) peer_srtt = std::max(peer_srtt, p.slot[k].srtt);
+int Sprayer::standby_for(Peer& p, uint32_t bytes, Nanos now, Nanos peer_srtt) {
   int best = -1;
   for (unsigned k = 0; k < p.count; ++k) {
     Slot& s = p.slot[k];

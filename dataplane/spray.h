@@ -24,8 +24,8 @@
 // Standby relays (kAdaptive, on by default): a relayed slot the plan gives no weight is kept in
 // reserve. When the slot the round robin picks is backlogged -- its smoothed RTT over twice its
 // minimum and more in flight than twice its measured delivery rate times that minimum, i.e. a
-// queue of a round trip has built up on it -- the chunk takes the least loaded standby relay that is not backlogged itself (before
-// it has a rate, up to 16 chunks in flight). A direct path whose capacity drops mid-round
+// queue of a round trip has built up on it -- the chunk takes the least loaded standby relay
+// that is not backlogged itself (before it has a rate, up to 16 chunks in flight). A direct path whose capacity drops mid-round
 // (another tenant's traffic on the backbone) so sheds what it cannot carry onto the relay
 // within round trips, long before the controller measures the drop and replans; while the
 // direct path keeps up nothing is relayed (a relayed chunk crosses two links). A slot without
@@ -136,7 +136,7 @@ class Sprayer {
   static void refresh(Slot& s) { s.weight = s.plan_weight * s.factor; }
   static double rate_of(const Slot& s);
   static bool backlogged(const Slot& s, uint32_t bytes);
-  int standby_for(Peer& p, uint32_t bytes, Nanos now);
+  int standby_for(Peer& p, uint32_t bytes, Nanos now, Nanos peer_srtt);
   void sample_rate(Peer& p, Slot& s, Nanos now);
   void reweigh(Peer& p);
 

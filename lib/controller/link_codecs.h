@@ -46,10 +46,10 @@ class LinkCodecs {
   double exposure(int from, int to) const { return exposure_[static_cast<size_t>(from) * n_ + to]; }
 
  private:
-  config::CompressionConfig cfg_;
-  int n_;
   void raise_round_bottleneck(const std::vector<size_t>& weighed);
 
+  config::CompressionConfig cfg_;
+  int n_;
   std::vector<compress::AdaptivePolicy> policy_;  // per directed link
   std::vector<double> exposure_;                  // per directed link, of the last decide()
   Nanos last_compute_ = 0;
