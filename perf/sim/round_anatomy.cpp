@@ -9,7 +9,9 @@
 // A diagnostic, not a benchmark: no JSON line, nothing in perf/results.
 //
 //   round_anatomy SCENARIO.yaml [--model-mb 1024] [--plan fapt|fapt+mp|star|blind|tree]
-//                 [--reliable] [--by-last] [--rounds 2] [--bins 20] [--top 6]
+//                 [--reliable] [--by-last] [--rounds 2] [--bins 20] [--top 6] [--chunk BYTES] [--share-links]
+// --chunk sets the real bytes per chunk (1344: the gateway's DATA chunk, so that one simulated
+// loss hits one packet as on a real WAN; by default the setup's large simulation chunk).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "experiments.h"
+#include "sim/participants.h"
 #include "sim/scenario.h"
 #include "topology/fapt.h"
 #include "topology/multipath.h"
@@ -34,11 +37,13 @@ struct Args {
   bool reliable = false;
   bool by_last = false;  // sort links by their last arrival (the round's tail) instead of model work
   int rounds = 2, bins = 20, top = 6;
+  uint32_t chunk = 0;  // 0: the setup's own
+  bool share_links = false;  // one congestion state per peer link (transport.link_share: on)
 };
 
 [[noreturn]] void usage() {
   std::fprintf(stderr, "usage: round_anatomy SCENARIO.yaml [--model-mb N] [--plan fapt|fapt+mp|star|blind|tree] "
-                       "[--reliable] [--by-last] [--rounds N] [--bins N] [--top N]\n");
+                       "[--reliable] [--by-last] [--rounds N] [--bins N] [--top N] [--chunk BYTES] [--share-links]\n");
   std::exit(2);
 }
 
@@ -57,6 +62,8 @@ Args parse(int argc, char** argv) {
     else if (s == "--rounds") a.rounds = std::stoi(next());
     else if (s == "--bins") a.bins = std::stoi(next());
     else if (s == "--top") a.top = std::stoi(next());
+    else if (s == "--share-links") a.share_links = true;
+    else if (s == "--chunk") a.chunk = static_cast<uint32_t>(std::stoul(next()));
     else if (!s.empty() && s[0] != '-' && a.file.empty()) a.file = s;
     else usage();
   }
@@ -74,7 +81,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const sim::Scenario& sc = *r.scenario;
-  const Setup s = make_setup(sc, a.model_mb << 20, 1.5e9, a.rounds);
+  Setup s = make_setup(sc, a.model_mb << 20, 1.5e9, a.rounds);
+  if (a.chunk) s.chunk_real = std::max<uint32_t>(4, a.chunk / s.scale / 4 * 4);
   const int n = s.n;
   const topo::Network net = sim::network_at(sc.wan, 0, s.scale, 1e15);
   topo::Plan plan;
@@ -140,7 +148,13 @@ int main(int argc, char** argv) {
 
   // Run; arrivals of the last round binned per link.
   sim::Wan wan(sc.wan, std::max<uint32_t>(s.chunk_real + 72, 1200), s.scale);
-  sim::Cluster c(wan, sim::make_sync_sites(n, s.chunk_real, a.reliable, sc.wan.seed));
+  std::vector<std::unique_ptr<sim::Participant>> sites;
+  for (int i = 0; i < n; ++i) {
+    sync::SyncConfig cfg = sim::make_sync_config(n, i, s.chunk_real, a.reliable, sc.wan.seed, {});
+    cfg.share_links = a.share_links && !a.reliable;
+    sites.push_back(std::make_unique<sim::SyncParticipant>(cfg));
+  }
+  sim::Cluster c(wan, std::move(sites));
   if (!sim::install_plan(c, plan, 1)) {
     std::fprintf(stderr, "plan rejected\n");
     return 1;
