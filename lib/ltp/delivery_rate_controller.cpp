@@ -55,6 +55,8 @@ void DeliveryRateController::reset(Nanos now, uint32_t mss) {
   inflight_ = 0;
   round_lost_ = round_acked_ = round_lost_pkts_ = round_acked_pkts_ = 0;
   overloads_ = 0;
+  overloaded_rounds_ = 0;
+  round_start_bw_ = 0;
   app_limited_round_ = false;
 }
 
@@ -94,10 +96,21 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
     const bool overload = pkts >= cfg_.congestion_min_packets &&
                           static_cast<double>(round_lost_) > cfg_.congestion_loss * static_cast<double>(round_lost_ + round_acked_);
     round_lost_ = round_acked_ = round_lost_pkts_ = round_acked_pkts_ = 0;
+    // Growth over the round trip that just ended (btlbw before this ACK's sample).
+    const bool growing = btlbw_ >= 1.25 * round_start_bw_;
+    round_start_bw_ = btlbw_;
+    overloaded_rounds_ = overload ? overloaded_rounds_ + 1 : 0;
     if (overload) {
       ++overloads_;
+      // Startup's overshoot overflows the queue once the delivery rate has stopped growing
+      // (or loses round trip after round trip); a loss burst on a lossy path (Gilbert-Elliott:
+      // a few frames in a row) can hit an early round trip of a few dozen packets while the
+      // rate still doubles. Ending startup there left the transfer in probe_bw at a few
+      // Mbit/s, growing a quarter per eight round trips (the simulator's `lossy` profile: a
+      // 3.3-second first round against 0.35 s modelled).
+      if (mode_ == Mode::kStartup && (!growing || overloaded_rounds_ >= cfg_.startup_overload_rounds))
+        mode_ = Mode::kDrain;
       ceiling_ = 0.85 * btlbw_;
-      if (mode_ == Mode::kStartup) mode_ = Mode::kDrain;
     }
     // The filter ages only by round trips that measured the path: one whose samples were all
     // app-limited (a streaming sender waiting for upstream chunks) left its slot empty, and

@@ -11,7 +11,9 @@
 // Random loss never slows it down. Two things do: a retransmission timeout (everything in
 // flight vanished) halves btlbw, and a round trip losing more than congestion_loss of its
 // packets -- far above any loss Early Close would accept, so it is overload (e.g. many
-// senders into one shallow buffer), not noise -- ends startup and trims btlbw by 15%. Both
+// senders into one shallow buffer), not noise -- trims btlbw by 15%, and ends startup once
+// the rate has stopped growing or in the second such round trip in a row (an early one while
+// the rate still doubles can be a loss burst on a lossy path). Both
 // are a ceiling on btlbw that any later sample above it lifts, not a change to the filter.
 //
 // The filter ages only by round trips that measured the path (some sample not app-limited):
@@ -53,6 +55,7 @@ struct DeliveryRateConfig {
   double max_rate = 0;              // bytes/s cap (e.g. the NIC line rate); 0 = none
   double congestion_loss = 0.2;     // per-round loss fraction treated as overload
   uint32_t congestion_min_packets = 20;  // ... once a round has at least this many packets
+  uint32_t startup_overload_rounds = 2;  // overloaded round trips in a row that end a growing startup
   Nanos keep_path_for = 10 * kSecond;   // path model kept over idle gaps this long; 0 = never
   double resume_confirm = 0.85;         // ACK rate / kept rate that confirms the kept model
   // Pacing gain of a transfer that resumes after one the resume check never judged (see
@@ -113,6 +116,8 @@ class DeliveryRateController final : public RateController {
   uint64_t inflight_ = 0;
   uint64_t round_lost_ = 0, round_acked_ = 0, round_lost_pkts_ = 0, round_acked_pkts_ = 0;
   uint64_t overloads_ = 0;
+  uint32_t overloaded_rounds_ = 0;  // in a row, up to the last round trip
+  double round_start_bw_ = 0;       // btlbw when the last round trip began
   bool app_limited_round_ = false;  // the sample opening this round was app-limited: no startup exit
   // Kept between transfers: the filter's rate, whether startup had ended (else a lower
   // bound), and the last ACK (idle since).

@@ -93,7 +93,8 @@ struct Feed {
         now += kMilli;
         a.now = now;
         a.acked_bytes = kMss;
-        a.prior_delivered = k == 0 ? round_begin : round_begin - 1;
+        // Later ACKs of the round were sent before it began (0 in the first: no wrap-around).
+        a.prior_delivered = k == 0 || round_begin == 0 ? round_begin : round_begin - 1;
         delivered += kMss;
         a.delivered = delivered;
         a.delivery_rate = rate;
@@ -307,6 +308,51 @@ TEST(DeliveryRate, RateSeenOnlyWhileAppLimitedIsAFloorToGrowFrom) {
   c.reset(f.now + 10 * kMilli, kMss);
   EXPECT_TRUE(c.resuming());
   EXPECT_DOUBLE_EQ(c.pacing_rate(), DeliveryRateConfig{}.startup_gain * 1e6) << "grows from it as startup does";
+}
+
+// Half of a round trip's packets lost: overload by the 20% rule.
+void lose(Feed& f, int n) {
+  for (int i = 0; i < n; ++i) f.c.on_loss({f.now, kMss, f.now - f.rtt, 10 * kMss, false});
+}
+
+// A loss burst (Gilbert-Elliott on a lossy path) in an early round trip of a few dozen
+// packets, while startup still doubles the rate, is not the overshoot that ends startup:
+// ended there, the transfer cruised at the few Mbit/s of its third round trip.
+TEST(DeliveryRate, ALossBurstWhileTheRateStillGrowsDoesNotEndStartup) {
+  Feed f;
+  f.rounds(1, 1e5, false);
+  f.rounds(1, 2e5, false);
+  lose(f, 10);
+  f.rounds(1, 4e5, false);  // its first ACK judges the round before: overloaded
+  EXPECT_EQ(f.c.overloads(), 1u);
+  EXPECT_EQ(f.c.mode(), 0) << "still in startup";
+  f.rounds(1, 8e5, false);
+  EXPECT_DOUBLE_EQ(f.c.btlbw(), 8e5) << "and still growing past the trim";
+  EXPECT_DOUBLE_EQ(f.c.pacing_rate(), DeliveryRateConfig{}.startup_gain * 8e5);
+}
+
+// Overshoot: the queue overflows once the rate has stopped growing (or round trip after
+// round trip): startup ends.
+TEST(DeliveryRate, OverloadEndsStartupOnceTheRateStoppedGrowingOrTwiceInARow) {
+  {
+    Feed f;
+    f.rounds(1, 1e6, false);
+    f.rounds(1, 1.1e6, false);  // the plateau
+    lose(f, 10);
+    f.rounds(1, 1.1e6, false);
+    EXPECT_NE(f.c.mode(), 0) << "overload on a plateau ends startup";
+  }
+  {
+    Feed f;
+    f.rounds(1, 1e5, false);
+    f.rounds(1, 2e5, false);
+    lose(f, 10);
+    f.rounds(1, 4e5, false);
+    ASSERT_EQ(f.c.mode(), 0);
+    lose(f, 10);
+    f.rounds(1, 8e5, false);
+    EXPECT_NE(f.c.mode(), 0) << "a second overloaded round trip in a row ends it, growing or not";
+  }
 }
 
 // The path tests: 50 Mbit/s, 100 ms RTT, 50 ms of queue (half a BDP: startup overshoots).
