@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "config/config.h"
 #include "wire/ltp_codec.h"
 
 namespace sg::sim {
@@ -20,6 +21,8 @@ sync::SyncConfig make_sync_config(int n, int self, uint32_t chunk_bytes, bool re
   c.sender.give_up_after = t.give_up_after;
   c.receiver.abandon_after = t.abandon_after;
   c.seed = seed * 7919 + static_cast<uint64_t>(self);
+  // As a gateway with the default transport.link_share (the baselines never share).
+  c.share_links = !reliable && config::links_shared(config::GatewayConfig{});
   return c;
 }
 
