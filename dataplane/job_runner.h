@@ -81,8 +81,8 @@ ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg);
 // LTP's rate controller settings for WAN senders (transport.*).
 ltp::DeliveryRateConfig wan_rate(const config::GatewayConfig& cfg);
 // Whether every sender of the gateway's jobs toward a peer draws on one shared link state
-// (ltp::LinkShare, by the jobs' weights): transport.link_share (auto and on: yes, on LTP's
-// own controller).
+// (ltp::LinkShare, by the jobs' weights): transport.link_share (auto: with several jobs or
+// announced ones), on LTP's own controller.
 bool jobs_share_links(const config::GatewayConfig& cfg);
 
 struct ShardRole {

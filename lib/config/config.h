@@ -266,10 +266,11 @@ inline uint32_t worker_chunk_bytes(const GatewayConfig& c) {
 inline bool several_jobs(const GatewayConfig& c) { return c.jobs.size() > 1 || c.admission.enabled; }
 
 // Whether every sender toward a peer, of every job, draws on one congestion state for that
-// link (transport.link_share; auto: whenever LTP's controller runs). Never for AIMD.
+// link (transport.link_share; auto: with several jobs). Never for AIMD.
 inline bool links_shared(const GatewayConfig& c) {
   if (c.transport.rate_controller == RateController::kAimd) return false;
-  return c.transport.link_share != LinkShareMode::kOff;
+  if (c.transport.link_share != LinkShareMode::kAuto) return c.transport.link_share == LinkShareMode::kOn;
+  return several_jobs(c);
 }
 
 std::string format_mac(const MacAddr& m);

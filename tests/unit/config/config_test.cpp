@@ -421,10 +421,7 @@ TEST(ConfigTransport, LinkShareAutoByDefaultAndOffOnlyForOneJob) {
   LoadResult d = load_keyed(kMinimal, "t.yaml");
   ASSERT_TRUE(d.config) << all_errors(d);
   EXPECT_EQ(d.config->transport.link_share, LinkShareMode::kAuto);
-  EXPECT_TRUE(links_shared(*d.config)) << "auto: one job's transfers share each link's state too";
-  LoadResult aimd_auto = load_keyed(std::string(kMinimal) + "transport: {rate_controller: aimd}\n", "t.yaml");
-  ASSERT_TRUE(aimd_auto.config) << all_errors(aimd_auto);
-  EXPECT_FALSE(links_shared(*aimd_auto.config)) << "auto with AIMD: every transfer its own controller";
+  EXPECT_FALSE(links_shared(*d.config)) << "auto: one job keeps a controller per transfer";
   LoadResult on = load_keyed(std::string(kMinimal) + "transport: {link_share: on}\n", "t.yaml");
   ASSERT_TRUE(on.config) << all_errors(on);
   EXPECT_TRUE(links_shared(*on.config));
