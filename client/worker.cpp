@@ -547,9 +547,9 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
     rc.fill_rule = ltp::FillRule::kLocal;
     // A result that pauses on the LAN is far more often this process not running (a busy
     // training host) than a lost packet, and the gateway retransmits a lost one within its
-    // RTO: Early Close waits at least 20 ms of quiet, not LTP's WAN floor of 100 us (a
+    // RTO: Early Close waits at least 20 ms of quiet, not LTP's own floor of 100 us (a
     // CPU-starved worker filled 4.7% of a round from its own gradient with that floor).
-    rc.early_close.quiet_min = 20 * kMilli;
+    rc.early_close.quiet_min = ltp::kSharedHostQuietFloor;
     rc.early_close.enabled = !opts_.exact;
     m.recv = std::make_unique<ltp::Receiver>(rc);
     m.chunks = chunks;

@@ -14,9 +14,6 @@
 
 namespace sg::dp {
 
-namespace {
-constexpr Nanos kWanQuietFloor = 20 * kMilli;  // as the workers' result receivers (client/worker.cpp)
-}  // namespace
 
 ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg) {
   ltp::ReceiverConfig r;
@@ -26,12 +23,9 @@ ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg) {
   r.early_close.max_loss_fraction = cfg.transport.max_loss_fraction;
   r.early_close.quiet_rtts = cfg.transport.early_close.quiet_rtts;
   r.early_close.min_fraction = cfg.transport.early_close.min_fraction;
-  // On a path of a few milliseconds or less, quiet_rtts x srtt is shorter than a scheduler's
-  // time slice: a sending gateway descheduled for a moment (a shared host, the testbed's two
-  // cores) looked like the end of its transfer, and Early Close left bubbles in an exact
-  // round (testbed_selmcast, under load: 1 chunk). A lost chunk there is resent within a few
-  // RTTs, well inside this floor; above ~10 ms of RTT the floor changes nothing.
-  r.early_close.quiet_min = kWanQuietFloor;
+  // Without it a descheduled peer gateway left a bubble in an exact round (testbed_selmcast
+  // under load: 1 chunk).
+  r.early_close.quiet_min = ltp::kSharedHostQuietFloor;
   r.ack_batch = true;  // the engine polls the job after every burst (on_packet_st: next_wake_ = 0)
   return r;
 }

@@ -97,7 +97,7 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
                           static_cast<double>(round_lost_) > cfg_.congestion_loss * static_cast<double>(round_lost_ + round_acked_);
     round_lost_ = round_acked_ = round_lost_pkts_ = round_acked_pkts_ = 0;
     // Growth over the round trip that just ended (btlbw before this ACK's sample).
-    const bool growing = btlbw_ >= 1.25 * round_start_bw_;
+    const bool growing = btlbw_ >= kStartupGrowth * round_start_bw_;
     round_start_bw_ = btlbw_;
     overloaded_rounds_ = overload ? overloaded_rounds_ + 1 : 0;
     if (overload) {
@@ -145,7 +145,7 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
     resume_check(ev);
   }
   if (mode_ == Mode::kStartup && round_start && btlbw_ > 0 && !app_limited_round_) {
-    if (btlbw_ >= full_bw_ * 1.25) {
+    if (btlbw_ >= full_bw_ * kStartupGrowth) {
       full_bw_ = btlbw_;
       full_bw_count_ = 0;
     } else if (++full_bw_count_ >= 3) {

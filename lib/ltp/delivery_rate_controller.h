@@ -92,6 +92,7 @@ class DeliveryRateController final : public RateController {
  private:
   enum class Mode { kStartup, kDrain, kProbeBw, kResume };
   static constexpr size_t kBwRounds = 10;
+  static constexpr double kStartupGrowth = 1.25;  // per round trip: startup still finding the rate
   static constexpr std::array<double, 8> kCycle{1.25, 0.75, 1, 1, 1, 1, 1, 1};
 
   double gain() const;

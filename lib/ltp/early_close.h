@@ -28,6 +28,12 @@
 
 namespace sg::ltp {
 
+// A floor on `quiet` for receivers whose sender may be descheduled for a moment (a gateway or
+// worker on a shared host): on a path of a few ms, quiet_rtts x srtt is shorter than a
+// scheduler's time slice, and the pause looked like the end of the transfer. A lost chunk on
+// such a path is resent well inside it; above ~10 ms of RTT it changes nothing.
+inline constexpr Nanos kSharedHostQuietFloor = 20 * kMilli;
+
 struct EarlyCloseConfig {
   bool enabled = true;
   double max_loss_fraction = 0.10;  // hard bound on bubbles per transfer

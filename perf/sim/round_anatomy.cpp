@@ -38,7 +38,7 @@ struct Args {
   bool by_last = false;  // sort links by their last arrival (the round's tail) instead of model work
   int rounds = 2, bins = 20, top = 6;
   uint32_t chunk = 0;  // 0: the setup's own
-  bool share_links = false;  // one congestion state per peer link (transport.link_share: on)
+  bool share_links = false;  // one congestion state per peer link (transport.link_share: on); else the default
 };
 
 [[noreturn]] void usage() {
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<sim::Participant>> sites;
   for (int i = 0; i < n; ++i) {
     sync::SyncConfig cfg = sim::make_sync_config(n, i, s.chunk_real, a.reliable, sc.wan.seed, {});
-    cfg.share_links = a.share_links && !a.reliable;
+    if (a.share_links) cfg.share_links = !a.reliable;  // else as the gateway's default
     sites.push_back(std::make_unique<sim::SyncParticipant>(cfg));
   }
   sim::Cluster c(wan, std::move(sites));
