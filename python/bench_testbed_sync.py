@@ -35,15 +35,32 @@ def compression_yaml(codec, tmp):
     return path
 
 
+def fluctuation_cycle(a, rotate):
+    """Seconds after which the links' rates repeat (0: they never change): the WAN profile's
+    schedule, or the rotation among the sites."""
+    if rotate:
+        return rotate * a.sites
+    if a.wan:
+        import yaml
+        with open(a.wan) as f:
+            sched = (yaml.safe_load(f) or {}).get("schedule") or {}
+        return float(sched.get("repeat_s", 0) or 0)
+    return 0.0
+
+
 def one(backend, gateway, a, rotate, tmp, k, codec=None):
     """One testbed run: `backend` (stormgate, gloo or gloo-fp16) for a.rounds rounds; returns
-    the median round time."""
+    the median round time. Where the rates change on a cycle, every setting measures rounds
+    spanning two whole cycles and returns their mean: a few rounds would sample whichever phase
+    they fell in (one setting the fast phase, the next the slow one)."""
     out = os.path.join(tmp, "%s-%s-%d-%s.json" % (backend, codec or "", k, "rot" if rotate else "fixed"))
+    cycle = fluctuation_cycle(a, rotate) if a.warmup > 0 else 0.0
     worker = ("/usr/bin/python3 %s/sync_bench.py --backend %s --bytes %d --rounds %d --warmup %d --out %s "
-              "--timeout %g%s%s" % (HERE, backend, a.bytes, a.rounds, a.warmup, out, a.timeout,
-                                    " --expect site" if gateway == "stub" else "",
-                                    # Early Close over a lossy WAN: at most its loss bound in bubbles
-                                    " --bubbles 0.1" if a.wan else ""))
+              "--timeout %g%s%s%s" % (HERE, backend, a.bytes, a.rounds, a.warmup, out, a.timeout,
+                                      " --expect site" if gateway == "stub" else "",
+                                      # Early Close over a lossy WAN: at most its loss bound in bubbles
+                                      " --bubbles 0.1" if a.wan else "",
+                                      " --cover-seconds %g" % (2 * cycle) if cycle and gateway != "stub" else ""))
     cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", str(a.sites), "--workers", str(a.workers),
            "--gateway", gateway, "--model-bytes", str(a.bytes), "--worker-cmd", worker, "--quiet"]
     if a.rates:
@@ -64,7 +81,7 @@ def one(backend, gateway, a, rotate, tmp, k, codec=None):
         res = json.load(f)
     if backend != "stormgate":
         GLOO_TCP_CC.add(res.get("tcp_cc", "unknown"))
-    return statistics.median(res["times"])
+    return res["mean"] if cycle and gateway != "stub" else statistics.median(res["times"])
 
 
 def series(a, codecs, rotate, tmp, baselines=("gloo",)):

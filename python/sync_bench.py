@@ -5,11 +5,16 @@ writes the per-round times to --out as JSON. Run by scripts/testbed --worker-cmd
 sets STORMGATE_* and SG_TB_* (rank, world, master address)."""
 import argparse
 import json
+import math
 import os
+import statistics
 import sys
 import time
 
 import numpy as np
+
+
+MAX_ROUNDS = 1000  # a bound on --cover-seconds' count whatever the pace
 
 
 def tcp_cc():
@@ -19,6 +24,18 @@ def tcp_cc():
             return f.read().strip()
     except OSError:
         return "unknown"
+
+
+def agree_rounds(a, do, buf, warm):
+    """How many rounds to measure so that they span a.cover_seconds at the pace of the last
+    warm-up rounds. Each site's estimate differs a little, so the sites agree through one extra,
+    untimed synchronisation of the same buffer: every site reads the same bytes back, and the
+    median of the buffer ignores the few values Early Close may have left as bubbles."""
+    pace = statistics.median(warm[-5:])
+    want = max(a.rounds, min(MAX_ROUNDS, int(math.ceil(a.cover_seconds / max(pace, 1e-3)))))
+    buf[:] = float(want)
+    do()
+    return max(a.rounds, int(math.ceil(float(np.median(buf)) - 1e-3)))
 
 
 def main():
@@ -42,7 +59,13 @@ def main():
                     help="the last site's workers compute this long before each push (a loaded site)")
     ap.add_argument("--compute-ms", type=float, default=0.0,
                     help="every worker computes this long before each push (a training step's backward)")
+    ap.add_argument("--cover-seconds", type=float, default=0.0,
+                    help="measure at least --rounds rounds and enough to span this many seconds of "
+                         "synchronisation (whole cycles of a fluctuating WAN: a few rounds would sample "
+                         "whichever phase they fell in); the sites agree on the count after the warm-up")
     a = ap.parse_args()
+    if a.cover_seconds > 0 and (a.expect != "global" or a.warmup < 1):
+        ap.error("--cover-seconds needs --expect global (every site reads the same result) and a warm-up round")
     rank, world = int(os.environ["SG_TB_RANK"]), int(os.environ["SG_TB_WORLD"])
     n = a.bytes // 4
     buf = np.full(n, float(rank + 1), dtype=np.float32)
@@ -61,7 +84,7 @@ def main():
     others = [o for o in range(sites) if o != own]
     mixes = sorted({(site_mean[own] + sum(k * site_mean[o] for k, o in zip(ks, others))) / (1 + sum(ks))
                     for ks in itertools.product(range(a.copies + 1), repeat=len(others))})
-    times, inexact = [], []
+    times, inexact, warm = [], [], []
     if a.backend == "stormgate":
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import stormgate
@@ -84,7 +107,11 @@ def main():
                 half = t.to(torch.float16).div_(world)  # divided first, as the hook does: no overflow
                 dist.all_reduce(half)
                 t.copy_(half)
-    for r in range(a.warmup + a.rounds):
+    rounds = a.rounds
+    r = 0
+    while r < a.warmup + rounds:
+        if a.cover_seconds > 0 and r == a.warmup and a.warmup > 0:
+            rounds = agree_rounds(a, do, buf, warm)
         buf[:] = float(rank + 1)
         if a.compute_ms > 0:
             time.sleep(a.compute_ms / 1e3)
@@ -108,18 +135,22 @@ def main():
         if r >= a.warmup:
             times.append(dt)
             inexact.append(frac)
+        else:
+            warm.append(dt)
         print(json.dumps({"rank": rank, "round": r, "seconds": dt, "max_err": err, "inexact": frac}), flush=True)
         # A bubble leaves the mean over the sites that arrived: between the smallest and the
         # largest contribution. Anything else, or too many, is wrong.
         if frac > a.bubbles or float(np.min(buf)) < 1 - 1e-3 or float(np.max(buf)) > world + 1e-3:
             print("wrong result: max error %g, %.4f%% of values off" % (err, 100 * frac), file=sys.stderr)
             return 1
+        r += 1
     if a.backend != "stormgate":
         dist.barrier()
         dist.destroy_process_group()
     if rank == 0 and a.out:
         with open(a.out, "w") as f:
-            json.dump({"backend": a.backend, "bytes": a.bytes, "world": world, "times": times, "inexact": inexact,
+            json.dump({"backend": a.backend, "bytes": a.bytes, "world": world, "times": times,
+                       "mean": sum(times) / len(times) if times else 0.0, "inexact": inexact,
                        "tcp_cc": tcp_cc()}, f)
     return 0
 
