@@ -26,16 +26,25 @@ def tcp_cc():
         return "unknown"
 
 
-def agree_rounds(a, do, buf, warm):
-    """How many rounds to measure so that they span a.cover_seconds at the pace of the last
-    warm-up rounds. Each site's estimate differs a little, so the sites agree through one extra,
-    untimed synchronisation of the same buffer: every site reads the same bytes back, and the
-    median of the buffer ignores the few values Early Close may have left as bubbles."""
-    pace = statistics.median(warm[-5:])
-    want = max(a.rounds, min(MAX_ROUNDS, int(math.ceil(a.cover_seconds / max(pace, 1e-3)))))
-    buf[:] = float(want)
+def agree(do, buf, want):
+    """One number the sites agree on: each proposes its own, through one extra, untimed
+    synchronisation of the same buffer. Every site reads the same bytes back, and the median of
+    the buffer ignores the few values Early Close may have left as bubbles."""
+    buf[:] = float(max(0, min(MAX_ROUNDS, want)))
     do()
-    return max(a.rounds, int(math.ceil(float(np.median(buf)) - 1e-3)))
+    return max(0, int(math.ceil(float(np.median(buf)) - 1e-3)))
+
+
+def cover_rounds(a, do, buf, warm, times):
+    """How many more rounds to measure so that the measured ones span a.cover_seconds. Asked
+    twice, at fixed points (every site asks at the same rounds): after the warm-up for three
+    quarters of the span at the warm-up's pace, then after those for the rest at their pace."""
+    if not times:
+        pace = statistics.median(warm[-5:])
+        return max(a.rounds, agree(do, buf, int(math.ceil(0.75 * a.cover_seconds / max(pace, 1e-3)))))
+    left = a.cover_seconds - sum(times)
+    pace = sum(times) / len(times)
+    return agree(do, buf, int(math.ceil(left / max(pace, 1e-3))) if left > 0 else 0)
 
 
 def main():
@@ -107,11 +116,18 @@ def main():
                 half = t.to(torch.float16).div_(world)  # divided first, as the hook does: no overflow
                 dist.all_reduce(half)
                 t.copy_(half)
-    rounds = a.rounds
+    # With --cover-seconds the sites agree twice on how many rounds to measure, at rounds every
+    # site reaches: after the warm-up and after the first batch.
+    end = a.warmup + a.rounds
+    asked = 0
     r = 0
-    while r < a.warmup + rounds:
-        if a.cover_seconds > 0 and r == a.warmup and a.warmup > 0:
-            rounds = agree_rounds(a, do, buf, warm)
+    while True:
+        if a.cover_seconds > 0 and asked < 2 and r == (end if asked else a.warmup):
+            end = r + cover_rounds(a, do, buf, warm, times)
+            asked += 1
+            continue
+        if r >= end:
+            break
         buf[:] = float(rank + 1)
         if a.compute_ms > 0:
             time.sleep(a.compute_ms / 1e3)

@@ -26,6 +26,9 @@ AdaptivePolicy::AdaptivePolicy(AdaptiveConfig cfg) : cfg_(std::move(cfg)) {
     if (!(cfg_.ladder[i].factor() > cfg_.ladder[i - 1].factor()))
       throw std::invalid_argument("AdaptivePolicy: ladder factors must increase");
   if (cfg_.hold_rounds < 1) throw std::invalid_argument("AdaptivePolicy: hold_rounds < 1");
+  if (cfg_.hold_max_rounds < cfg_.hold_rounds)
+    throw std::invalid_argument("AdaptivePolicy: hold_max_rounds < hold_rounds");
+  hold_ = cfg_.hold_rounds;
   if (!(cfg_.bottleneck_exposure >= 1.0)) throw std::invalid_argument("AdaptivePolicy: bottleneck_exposure < 1");
 }
 
@@ -63,7 +66,10 @@ Decision AdaptivePolicy::update(const LinkSample& s) {
 
     const bool bottleneck = e >= cfg_.bottleneck_exposure;
     const int up = (e <= 1.0 || !(congested || bottleneck)) ? 0 : need(e * cfg_.up_margin);
+    since_down_ = std::min(since_down_ + 1, 1 << 30);
+    since_need_ = up > 0 ? 0 : std::min(since_need_ + 1, 1 << 30);
     if (up > level_) {
+      if (since_down_ <= kFlapWindow * hold_) hold_ = std::min(2 * hold_, cfg_.hold_max_rounds);
       level_ = up;
       calm_ = 0;
     } else {
@@ -71,13 +77,18 @@ Decision AdaptivePolicy::update(const LinkSample& s) {
       const bool still_bottleneck = e >= cfg_.bottleneck_exposure * cfg_.off_exposure;
       const int down = (e <= cfg_.off_exposure || (clear && !still_bottleneck)) ? 0 : need(e * cfg_.down_margin);
       if (down < level_) {
-        if (++calm_ >= cfg_.hold_rounds) {
+        if (++calm_ >= hold_) {
           level_ = down;
           calm_ = 0;
+          since_down_ = 0;
         }
       } else {
         calm_ = 0;
       }
+    }
+    if (hold_ > cfg_.hold_rounds && since_need_ >= kFlapWindow * hold_) {
+      hold_ = std::max(cfg_.hold_rounds, hold_ / 2);
+      since_need_ = 0;
     }
   }
   Decision d = current();

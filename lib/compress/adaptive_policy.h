@@ -22,7 +22,13 @@
 //         If candidate is below the current level for hold_rounds consecutive rounds, switch
 //         to it; any round where it is not resets the count.
 // Hysteresis comes from the gap between the up and down tests (1 vs off_exposure, up_margin
-// vs down_margin, congested vs clear thresholds) and from hold_rounds.
+// vs down_margin, congested vs clear thresholds) and from the hold.
+// Flap damping: a link whose congestion comes back within kFlapWindow x hold decisions of
+// going down again (a rate that drops every few seconds) paid a slow full-precision round at
+// each return; its hold doubles at each such return (up to hold_max_rounds), so a link that
+// keeps flapping stays compressed, and halves back toward hold_rounds after each
+// kFlapWindow x hold decisions in which the rule did not call for compression (as BGP damps
+// flapping routes).
 // Bounds (tested): compression turns on in the first decision that sees a congested sample
 // where e > 1, or any sample where e >= bottleneck_exposure; it turns off at most hold_rounds
 // decisions after the first clear sample with e <= off_exposure (or a clear link with
@@ -70,7 +76,9 @@ struct AdaptiveConfig {
   double clear_loss = 0.002;
   double peak_decay = 0.995;       // per round: a lasting capacity change becomes the norm
   int hold_rounds = 3;
+  int hold_max_rounds = 24;        // flap damping's longest hold
 };
+inline constexpr int kFlapWindow = 4;  // a raise within this many holds of a decrease is a flap
 
 struct Decision {
   CodecId codec;
@@ -96,6 +104,7 @@ class AdaptivePolicy {
   // round's time while others are compressed). Restarts the calm count, like any raise.
   void raise();
   const AdaptiveConfig& config() const { return cfg_; }
+  int hold() const { return hold_; }  // decisions of calm before a decrease, flap damping included
 
  private:
   int need(double factor) const;
@@ -103,6 +112,9 @@ class AdaptivePolicy {
   AdaptiveConfig cfg_;
   int level_ = 0;
   int calm_ = 0;
+  int hold_ = 0;
+  int since_down_ = 1 << 30;  // decisions since the last decrease (none yet: no flap)
+  int since_need_ = 0;        // decisions since the rule last called for compression
   double peak_ = 0;
   double last_exposure_ = 0;
 };

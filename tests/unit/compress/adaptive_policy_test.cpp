@@ -143,7 +143,55 @@ TEST(AdaptivePolicy, HysteresisPreventsFlapping) {
   none.off_exposure = 1.0;
   none.down_margin = none.up_margin;
   none.hold_rounds = 1;
+  none.hold_max_rounds = 1;  // no flap damping either
   EXPECT_GT(count_switches(none, 5), 50);
+}
+
+// The fluctuating WAN profile's pattern, in decisions: each cycle 4 congested, then 8 clear.
+int full_precision_decisions(AdaptivePolicy& p, Rng& rng, int cycles) {
+  int f32 = 0;
+  for (int c = 0; c < cycles; ++c) {
+    for (int i = 0; i < 4; ++i) f32 += p.update(congested(rng)).codec == CodecId::kF32;
+    for (int i = 0; i < 8; ++i) f32 += p.update(fast(rng)).codec == CodecId::kF32;
+  }
+  return f32;
+}
+
+TEST(AdaptivePolicy, CongestionThatKeepsComingBackKeepsCompressionOn) {
+  AdaptivePolicy p;
+  Rng rng(8);
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(p.update(fast(rng)).codec, CodecId::kF32);
+  // The first returns go back to full precision between episodes, each after a longer hold...
+  EXPECT_GT(full_precision_decisions(p, rng, 2), 0);
+  EXPECT_GT(p.hold(), p.config().hold_rounds);
+  // ... until the hold outlasts the clear phase: no full-precision round any more, where each
+  // one would cost a slow round at the start of the next episode.
+  full_precision_decisions(p, rng, 1);
+  EXPECT_EQ(full_precision_decisions(p, rng, 20), 0);
+  EXPECT_LE(p.hold(), p.config().hold_max_rounds);
+  // Without damping the same trace turns full precision on in every cycle.
+  AdaptiveConfig none;
+  none.hold_max_rounds = none.hold_rounds;
+  AdaptivePolicy q(none);
+  for (int i = 0; i < 50; ++i) q.update(fast(rng));
+  full_precision_decisions(q, rng, 3);
+  EXPECT_GE(full_precision_decisions(q, rng, 20), 20);
+}
+
+TEST(AdaptivePolicy, FlapDampingWearsOffOnceTheLinkSettles) {
+  AdaptivePolicy p;
+  Rng rng(9);
+  full_precision_decisions(p, rng, 6);
+  ASSERT_GT(p.hold(), p.config().hold_rounds);
+  // A long calm: the hold halves back to hold_rounds...
+  for (int i = 0; i < 400; ++i) p.update(fast(rng));
+  EXPECT_EQ(p.hold(), p.config().hold_rounds);
+  // ... and one congestion episode, a long while later, ends as promised: off at most
+  // hold_rounds decisions after the first clear sample.
+  for (int i = 0; i < 10; ++i) ASSERT_NE(p.update(congested(rng)).codec, CodecId::kF32);
+  int k = 0;
+  while (p.update(fast(rng)).codec != CodecId::kF32) ASSERT_LT(++k, 100);
+  EXPECT_LE(k + 1, p.config().hold_rounds);
 }
 
 TEST(AdaptivePolicy, UnknownThroughputKeepsTheLevel) {
@@ -156,6 +204,11 @@ TEST(AdaptivePolicy, UnknownThroughputKeepsTheLevel) {
 }
 
 TEST(AdaptivePolicy, RejectsBadLadders) {
+  {
+    AdaptiveConfig h;
+    h.hold_max_rounds = h.hold_rounds - 1;
+    EXPECT_THROW(AdaptivePolicy{h}, std::invalid_argument);
+  }
   AdaptiveConfig c;
   c.ladder = {{CodecId::kInt8, 0}};
   EXPECT_THROW(AdaptivePolicy{c}, std::invalid_argument);
