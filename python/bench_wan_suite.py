@@ -214,7 +214,9 @@ def write_results(a, table, keys, out, name):
         f.write("# wan-suite: %d MB per round, 3 sites x %d worker through tools/wanem%s\n\n" % (
             a.bytes >> 20, a.workers, (", every profile's rates scaled to at most %g Mbit/s per link (rate_scale_*)" % a.below_mbit)
             if a.below_mbit else ""))
-        f.write("Median round times in seconds (%d alternated pairs of %d rounds after %d warm-up). `bound_s`: the "
+        f.write("Median round times in seconds (%d alternated pairs of %d rounds after %d warm-up; on a profile whose "
+                "rates follow a schedule, each run's mean over rounds spanning two whole cycles, and the simulator's "
+                "mean over 30 rounds). `bound_s`: the "
                 "uncompressed physical bound (python/bench_testbed_sync.py `physical_bound`); `sim_*`: the simulator "
                 "on the same profile (python/wan_profile.py).\n\n" % (a.pairs, a.rounds, a.warmup))
         f.write("| profile | " + " | ".join(keys) + " |\n|---|" + "---|" * len(keys) + "\n")
