@@ -54,13 +54,13 @@ def one(backend, gateway, a, rotate, tmp, k, codec=None):
     spanning two whole cycles and returns their mean: a few rounds would sample whichever phase
     they fell in (one setting the fast phase, the next the slow one)."""
     out = os.path.join(tmp, "%s-%s-%d-%s.json" % (backend, codec or "", k, "rot" if rotate else "fixed"))
-    cycle = fluctuation_cycle(a, rotate) if a.warmup > 0 else 0.0
+    cycle = fluctuation_cycle(a, rotate) if a.warmup > 0 and gateway != "stub" else 0.0
     worker = ("/usr/bin/python3 %s/sync_bench.py --backend %s --bytes %d --rounds %d --warmup %d --out %s "
               "--timeout %g%s%s%s" % (HERE, backend, a.bytes, a.rounds, a.warmup, out, a.timeout,
                                       " --expect site" if gateway == "stub" else "",
                                       # Early Close over a lossy WAN: at most its loss bound in bubbles
                                       " --bubbles 0.1" if a.wan else "",
-                                      " --cover-seconds %g" % (2 * cycle) if cycle and gateway != "stub" else ""))
+                                      " --cover-seconds %g" % (2 * cycle) if cycle else ""))
     cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", str(a.sites), "--workers", str(a.workers),
            "--gateway", gateway, "--model-bytes", str(a.bytes), "--worker-cmd", worker, "--quiet"]
     if a.rates:
@@ -81,7 +81,7 @@ def one(backend, gateway, a, rotate, tmp, k, codec=None):
         res = json.load(f)
     if backend != "stormgate":
         GLOO_TCP_CC.add(res.get("tcp_cc", "unknown"))
-    return res["mean"] if cycle and gateway != "stub" else statistics.median(res["times"])
+    return res["mean"] if cycle else statistics.median(res["times"])
 
 
 def series(a, codecs, rotate, tmp, baselines=("gloo",)):

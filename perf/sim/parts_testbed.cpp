@@ -45,8 +45,9 @@ void part_testbed(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repo
               kRounds - kReported + kCyclicReported);
   bench::Table t({"scenario", "stormgate f32 s", "gloo ring NewReno s", "gloo ring CUBIC s", "gloo ring BBR s", "retx", "bubbles"});
   for (const auto& sc : scs) {
-    bool cyclic = !sc.fluctuation.empty();  // rates on a schedule (wan_profile.py writes link traces)
-    for (const auto& l : sc.wan.links) cyclic |= l.trace.kind != sim::TraceSpec::Kind::kConstant;
+    // Rates on a schedule: python/wan_profile.py writes it as link traces (sc.wan, simulated here).
+    const bool cyclic = std::any_of(sc.wan.links.begin(), sc.wan.links.end(),
+                                    [](const auto& l) { return l.trace.kind != sim::TraceSpec::Kind::kConstant; });
     const int reported = cyclic ? kCyclicReported : kReported;
     const int rounds = kRounds - kReported + reported;
     Setup s = make_setup(sc, model, a.mem_budget, rounds, reported);
