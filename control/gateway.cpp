@@ -530,8 +530,10 @@ void Gateway::print_job_summary(const JobStack& js) const {
                 (unsigned long long)st.probe_trains_sent.load(), (unsigned long long)st.probe_results.load());
   }
   if (const int64_t lag = rc.update_lag_ns.load(); lag >= 0 && c.sync.mode != config::SyncMode::kSelmcast)
-    std::printf("[%s] job %u: workers' update lag %.1f ms (their compute per round, as adaptive compression weighs it)\n",
-                c.site.name.c_str(), c.job.id, static_cast<double>(lag) / 1e6);
+    std::printf("[%s] job %u: workers' update lag %.1f ms (their compute per round), of which %.1f ms from the update's "
+                "first chunk complete to its last (what a round's transfer can run behind)\n",
+                c.site.name.c_str(), c.job.id, static_cast<double>(lag) / 1e6,
+                static_cast<double>(std::max<int64_t>(0, rc.overlap_ns.load())) / 1e6);
 }
 
 bool Gateway::all_jobs_finished() const {
@@ -664,7 +666,9 @@ void Gateway::drain_samples(JobStack& js, Nanos now) {
   uint64_t total = 0;
   const std::vector<uint64_t> sent = bytes_sent_to(js, total);
   const int64_t lag = rc.update_lag_ns.load(std::memory_order_relaxed);
-  agent.set_update_lag(lag < 0 ? -1.0 : static_cast<double>(lag) / 1e9);
+  const int64_t overlap = rc.overlap_ns.load(std::memory_order_relaxed);
+  agent.set_update_lag(lag < 0 ? -1.0 : static_cast<double>(lag) / 1e9,
+                       lag <= 0 || overlap < 0 ? -1.0 : std::min(1.0, static_cast<double>(overlap) / static_cast<double>(lag)));
   agent.tick(now, static_cast<uint32_t>(rc.last_round.load()), sent, total,
              rc.wanted_round.load(std::memory_order_relaxed));
   const uint32_t v = static_cast<uint32_t>(agent.active_version() + 1);

@@ -123,7 +123,7 @@ void PolicyAgent::tick(Nanos now, uint32_t completed, std::span<const uint64_t> 
         }
     char compute[96] = "";
     if (!weighed.empty())
-      std::snprintf(compute, sizeof(compute), "; compute per round %.0f ms, links' transfer over it: ",
+      std::snprintf(compute, sizeof(compute), "; hideable compute per round %.0f ms, links' transfer over it: ",
                     static_cast<double>(lc.last_compute()) / 1e6);
     SG_LOG(INFO, control, "job %u: proposed a new policy (modelled gain %.2f%s%s)\n", job_,
            plane_.controller().stats().last_gain, compute, weighed.c_str());

@@ -71,7 +71,7 @@ class PolicyAgent {
   // CONTROL and PROBE leave sealed by `s` (the control thread's lane); null: plain.
   void set_sealer(crypto::Sealer* s) { tx_->set_sealer(s); }
   // This site's load for its rows (seconds; < 0: not measured): see ControlPlane.
-  void set_update_lag(double seconds) { plane_.set_update_lag(seconds); }
+  void set_update_lag(double seconds, double overlap) { plane_.set_update_lag(seconds, overlap); }
 
  private:
   uint32_t job_ = 0;  // for the log lines: a gateway may run several jobs

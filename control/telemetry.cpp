@@ -145,6 +145,8 @@ int rounds_cb(const char*, const char* params, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "stale_updates", c.stale_updates.get());
   if (const int64_t lag = c.update_lag_ns.load(std::memory_order_relaxed); lag >= 0)
     rte_tel_data_add_dict_u64(d, "update_lag_us", static_cast<uint64_t>(lag) / 1000);
+  if (const int64_t o = c.overlap_ns.load(std::memory_order_relaxed); o >= 0)
+    rte_tel_data_add_dict_u64(d, "update_overlap_us", static_cast<uint64_t>(o) / 1000);
   rte_tel_data_add_dict_u64(d, "retransmits", c.retransmits.get());
   rte_tel_data_add_dict_u64(d, "rto_expiries", c.rto_expiries.get());
   rte_tel_data_add_dict_u64(d, "early_data", c.early_data.get());

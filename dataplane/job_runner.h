@@ -59,6 +59,10 @@ struct RoundCounters {
   // update complete (-1: not measured yet, or no workers). The control plane's rows carry it:
   // SelMCast's receiver choice and adaptive compression's compute time.
   std::atomic<int64_t> update_lag_ns{-1};
+  // Of that, smoothed the same way: from the update's first chunk complete (free to leave for
+  // the WAN) to its last. Near the whole lag where workers hand buckets over during backward,
+  // near zero where they hand everything over at once (-1: not measured).
+  std::atomic<int64_t> overlap_ns{-1};
 };
 
 // Synthetic gradient of site index i in round r (jobs without workers): a per-site offset plus

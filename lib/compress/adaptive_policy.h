@@ -4,7 +4,8 @@
 //
 // The rule, evaluated once per round on the sample of the round before:
 //   exposure e = (bytes / (throughput * (1 - loss))) / compute_time
-//       e <= 1 means sending at full precision fits behind the round's compute.
+//       e <= 1 means sending at full precision fits behind the round's compute (the part of
+//       it the transfer can overlap: controller::hideable_compute).
 //   congested = throughput < congested_tput_fraction * peak     (peak: slowly decaying max)
 //            or rtt_ratio > congested_rtt_ratio                  (queues building up)
 //            or loss > congested_loss
@@ -50,7 +51,7 @@ struct LinkSample {
   double rtt_ratio = 1.0;     // RTT trend: recent smoothed RTT / minimum RTT seen (1 = no queueing)
   double loss = 0.0;          // fraction of packets lost, 0..1
   uint64_t bytes = 0;         // bytes the link must carry next round at full precision (f32)
-  Nanos compute_time = 0;     // the job's compute time per round
+  Nanos compute_time = 0;     // the job's compute per round that the transfer can run behind
 };
 
 struct CompressionLevel {

@@ -170,6 +170,7 @@ void ControlPlane::on_probe(int from, std::span<const uint8_t> msg, Nanos now) {
 void ControlPlane::send_row(Nanos now, uint32_t completed) {
   wire::MeasureRow row = make_row(est_, n_, self_, completed, egress_.peak(), now);
   row.update_lag_s = update_lag_s_;
+  row.overlap = overlap_;
   ++stats_.rows_sent;
   if (coordinator()) {
     ctl_.on_row(row, now);

@@ -85,7 +85,12 @@ class ControlPlane {
   std::optional<Approval> begin_round(uint32_t r);
   // This site's load as its rows report it: how long its workers take from a round's result
   // to the next update (< 0: not measured). SelMCast's receivers weigh it (receivers.h).
-  void set_update_lag(double seconds) { update_lag_s_ = seconds; }
+  // `overlap`: the share of it a round's transfer can run behind (wire::MeasureRow::overlap;
+  // < 0: not measured), which adaptive compression weighs.
+  void set_update_lag(double seconds, double overlap = -1) {
+    update_lag_s_ = seconds;
+    overlap_ = overlap;
+  }
 
   measure::LinkEstimator& estimator() { return est_; }
   const measure::LinkEstimator& estimator() const { return est_; }
@@ -121,6 +126,7 @@ class ControlPlane {
   measure::LinkEstimator est_;
   EgressMeter egress_;
   double update_lag_s_ = -1;
+  double overlap_ = -1;
   ProbeScheduler prober_;
   ProbeReceiver probe_rx_;
   std::unique_ptr<policy::Gateway> gw_;

@@ -63,7 +63,7 @@ Controller::Controller(ControllerConfig cfg)
       probe_(static_cast<size_t>(n_) * n_, 0.0), source_(static_cast<size_t>(n_) * n_, 0),
       windows_(static_cast<size_t>(n_) * n_, 0), active_at_(static_cast<size_t>(n_) * n_, -1),
       rtt_(static_cast<size_t>(n_) * n_, -1.0), egress_peak_(static_cast<size_t>(n_), 0.0),
-      update_lag_(static_cast<size_t>(n_), 0.0),
+      update_lag_(static_cast<size_t>(n_), 0.0), overlap_(static_cast<size_t>(n_), -1.0),
       codecs_(cfg_.compression, n_) {
   cfg_.uplinks.resize(static_cast<size_t>(n_), 0.0);
 }
@@ -145,7 +145,10 @@ void Controller::on_row(const wire::MeasureRow& row, Nanos now) {
     if (l.rtt_s > 0) rtt_[k] = l.rtt_s;
   }
   egress_peak_[row.site] = std::max(egress_peak_[row.site], row.egress_peak);
-  if (row.update_lag_s >= 0) update_lag_[row.site] = row.update_lag_s;
+  if (row.update_lag_s >= 0) {
+    update_lag_[row.site] = row.update_lag_s;
+    overlap_[row.site] = row.overlap;
+  }
   if (first_row_at_ < 0) first_row_at_ = now;
   last_row_at_ = std::max(last_row_at_, now);
   ++stats_.rows;
@@ -336,10 +339,11 @@ std::optional<topo::Plan> Controller::decide(const topo::Plan& current, Nanos no
     for (int j = 0; j < n_; ++j)
       if (i != j && links[static_cast<size_t>(i) * n_ + j].bytes_per_s <= 0)
         links[static_cast<size_t>(i) * n_ + j].bytes_per_s = net.link_bw(i, j);
-  // The round's compute as the sites measure it: the slowest site's update lag.
-  double lag_s = 0;
-  for (const double l : update_lag_) lag_s = std::max(lag_s, l);
-  cand.codecs = codecs_.decide(cand, links, static_cast<Nanos>(lag_s * kSecond));
+  // The compute a round's transfer can hide behind, as the sites measure it (the largest).
+  Nanos hideable = 0;
+  for (int s = 0; s < n_; ++s)
+    hideable = std::max(hideable, hideable_compute(update_lag_[static_cast<size_t>(s)], overlap_[static_cast<size_t>(s)]));
+  cand.codecs = codecs_.decide(cand, links, hideable);
   if (!new_trees && same_codecs(cand.codecs, current.codecs)) return std::nullopt;
   if (topo::validate(cand) != topo::PlanError::kOk) return std::nullopt;
   if (new_trees) {

@@ -152,6 +152,7 @@ class Controller {
   std::vector<double> rtt_;           // seconds, [i*n+j]; < 0 unknown
   std::vector<double> egress_peak_;   // per site
   std::vector<double> update_lag_;    // per site, seconds (0: not reported)
+  std::vector<double> overlap_;       // per site, share of update_lag_ (< 0: not reported)
   LinkCodecs codecs_;
   Nanos last_proposal_ = -1;
   Nanos last_decision_ = -1;

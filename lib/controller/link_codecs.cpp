@@ -23,6 +23,12 @@ compress::AdaptiveConfig codec_ladder(const config::CompressionConfig& cfg) {
   return ac;
 }
 
+Nanos hideable_compute(double lag_s, double overlap) {
+  if (!(lag_s > 0)) return 0;
+  const double share = overlap < 0 ? 1.0 : std::clamp(overlap, kMinHideableShare, 1.0);
+  return static_cast<Nanos>(lag_s * share * kSecond);
+}
+
 LinkCodecs::LinkCodecs(const config::CompressionConfig& cfg, int sites)
     : cfg_(cfg),
       n_(sites),

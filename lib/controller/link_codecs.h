@@ -6,11 +6,11 @@
 //   off       no codecs (f32 everywhere)
 //   always    compression.codec on every tree link
 //   adaptive  per link, lib/compress's AdaptivePolicy; its ladder stops at compression.codec.
-//             The compute time per round is compute_ms_per_round where the config gives it,
-//             else the one the gateways measure (the longest update lag the sites report:
-//             from a round's result handed to the workers to their next update complete).
-//             With neither it cannot tell whether the network is the bottleneck, so it
-//             keeps full precision. Once the rule compresses a link, the round's slowest
+//             The compute time a round's transfer can hide behind is compute_ms_per_round
+//             where the config gives it, else what the gateways measure (hideable_compute:
+//             the workers' update lag, counted in full only as far as they hand their update
+//             over while computing). With neither it cannot tell whether the network is the
+//             bottleneck, so it keeps full precision. Once the rule compresses a link, the round's slowest
 //             link is compressed further while its transfer still exceeds the compute
 //             (raise_round_bottleneck): a round waits for its slowest link.
 #pragma once
@@ -35,7 +35,8 @@ class LinkCodecs {
   LinkCodecs(const config::CompressionConfig& cfg, int sites);
 
   // Codecs for `plan`'s tree links given `links` ([i*n+j]) and the measured compute time per
-  // round (<= 0: unknown; compute_ms_per_round overrides it). Call once per measurement
+  // round a transfer can hide behind (hideable_compute; <= 0: unknown; compute_ms_per_round
+  // overrides it). Call once per measurement
   // interval (a new set of rows): adaptive levels have hysteresis counted in calls.
   std::vector<topo::LinkCodec> decide(const topo::Plan& plan, const std::vector<LinkView>& links,
                                       Nanos measured_compute = 0);
@@ -54,6 +55,16 @@ class LinkCodecs {
   std::vector<double> exposure_;                  // per directed link, of the last decide()
   Nanos last_compute_ = 0;
 };
+
+// A site's update lag (seconds; <= 0: none) as compute a round's transfer can hide behind.
+// Only the share `overlap` of it (the time from the update's first chunk complete to its
+// last) runs beside the transfer: workers that hand their whole update over at once (a
+// DDP hook that waits for the last bucket) hide nothing, and every byte's transfer adds to
+// their step. Such a job's share counts as kMinHideableShare: communication up to about a
+// quarter of the compute is not worth an accuracy cost, beyond it compression pays for
+// itself in step time. overlap < 0 (not measured): the whole lag.
+inline constexpr double kMinHideableShare = 0.25;
+Nanos hideable_compute(double lag_s, double overlap);
 
 // The adaptive ladder up to `cfg.codec` (top-k at cfg.topk_ratio is one level).
 compress::AdaptiveConfig codec_ladder(const config::CompressionConfig& cfg);

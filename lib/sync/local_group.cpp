@@ -104,6 +104,7 @@ void LocalGroup::resolve(uint32_t chunk) {
   if (--pending_[chunk] > 0) return;
   acc_->finalise_chunk(chunk, agg::Finalise::kMean);
   final_[chunk] = 1;
+  if (ready_list_.empty()) first_final_ = now_;
   ready_list_.push_back(chunk);
 }
 
@@ -126,6 +127,7 @@ void LocalGroup::start_round(uint32_t round, Nanos now, ltp::PacketSink& tx) {
   round_ = round;
   ready_ = false;
   any_push_ = false;
+  first_final_ = -1;
   ended_ = present_ = 0;
   std::fill(push_.begin(), push_.end(), Push::kNone);
   std::fill(got_.begin(), got_.end(), 0u);

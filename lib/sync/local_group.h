@@ -150,6 +150,10 @@ class LocalGroup final : private ltp::ReceiverSink {
   uint32_t chunk_contributors(uint32_t chunk) const { return chunk < chunks_ ? acc_->contributors(chunk) : 0; }
   // Some push of the round being collected has arrived (a WAN round can begin).
   bool round_started() const { return any_push_ || ready_; }
+  // When the round being collected had its first chunk final (every expected worker's copy
+  // in, so it could leave for the WAN); -1: none yet. From then to contribution_ready, the
+  // round's transfer can run behind the workers' compute.
+  Nanos first_final() const { return first_final_; }
 
   // Streaming result: floats [first, first + values.size()) of `round`'s result (copied).
   // The first call of a round starts the result transfers to every worker that pushed (a
@@ -218,6 +222,7 @@ class LocalGroup final : private ltp::ReceiverSink {
   uint32_t expected_ = 0;        // workers waited for this round (not absent)
   uint32_t present_ = 0;  // of them, with at least one chunk
   Nanos first_push_ = 0;
+  Nanos first_final_ = -1;
   Nanos now_ = 0;  // time of the call in progress (for receiver callbacks)
 };
 

@@ -27,7 +27,7 @@ std::vector<std::vector<uint8_t>> encode_measure_row(const MeasureRow& row, size
     auto* h = reinterpret_cast<MeasureRowHeader*>(msg.data());
     h->magic.store(kMeasureRowMagic);
     h->version = kMeasureRowVersion;
-    h->reserved = 0;
+    h->overlap = row.overlap < 0 ? kUnknownOverlap : clamp_to<uint8_t>(std::round(row.overlap * kOverlapSteps), 0, kOverlapSteps);
     h->site.store(row.site);
     h->count.store(static_cast<uint16_t>(count));
     h->round.store(row.round);
@@ -69,6 +69,8 @@ Result<MeasureRow> parse_measure_row(std::span<const uint8_t> bytes, uint16_t si
   const uint32_t lag = h.update_lag_us.load();
   if (lag != kUnknownLag && lag > kMaxLagUs) return WireError::kBadField;
   row.update_lag_s = lag == kUnknownLag ? -1.0 : lag * 1e-6;
+  if (h.overlap != kUnknownOverlap && h.overlap > kOverlapSteps) return WireError::kBadField;
+  row.overlap = h.overlap == kUnknownOverlap ? -1.0 : static_cast<double>(h.overlap) / kOverlapSteps;
   row.links.reserve(count);
   for (size_t k = 0; k < count; ++k) {
     MeasureEntry e;

@@ -24,12 +24,12 @@
 namespace sg::wire {
 
 inline constexpr uint16_t kMeasureRowMagic = 0x4d52;  // "MR"
-inline constexpr uint8_t kMeasureRowVersion = 2;
+inline constexpr uint8_t kMeasureRowVersion = 3;
 
 struct MeasureRowHeader {
   be16 magic;
   uint8_t version;
-  uint8_t reserved;
+  uint8_t overlap;  // share of update_lag the WAN could use, in kOverlapSteps (kUnknownOverlap: none)
   be16 site;        // the reporting site's index in the job's plan order
   be16 count;       // entries that follow
   be32 round;       // the last round the site completed when it measured
@@ -54,6 +54,8 @@ static_assert(sizeof(MeasureEntry) == 36 && alignof(MeasureEntry) == 1);
 inline constexpr uint32_t kUnknownRtt = 0xffffffff;
 inline constexpr uint32_t kUnknownLag = 0xffffffff;
 inline constexpr uint32_t kMaxLagUs = 3600000000u;  // an hour: anything above is garbage
+inline constexpr uint8_t kOverlapSteps = 200;     // overlap 0..200: 0..100% in half-percent steps
+inline constexpr uint8_t kUnknownOverlap = 0xff;
 inline constexpr uint8_t kMaxMeasureSource = 3;
 inline constexpr uint64_t kMaxMeasuredRate = 1ull << 44;  // 17.6 TB/s: anything above is garbage
 
@@ -76,6 +78,9 @@ struct MeasureRow {
   // Seconds from a round's result reaching the site's workers to their next update being
   // complete (compute plus the LAN hand-off); < 0: not measured.
   double update_lag_s = -1;
+  // Of update_lag_s, the share from the update's first chunk complete to its last (0..1): how
+  // much of the workers' compute a round's transfer can run behind; < 0: not measured.
+  double overlap = -1;
   std::vector<LinkMeasure> links;
 };
 

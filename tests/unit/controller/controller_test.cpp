@@ -456,6 +456,37 @@ TEST(Controller, MeasuredUpdateLagStandsInForAnUnsetComputeTime) {
   }
 }
 
+// The same lag and the same clean links, told apart by how the workers hand their update
+// over: during backward (the transfer runs behind most of the compute) the links fit and stay
+// at full precision; all at once (nothing hides the transfer) the links set every step's
+// length and are compressed. An unmeasured overlap counts as the whole lag.
+TEST(Controller, WorkersThatHandTheirUpdateOverAtOnceGetCompressedLinks) {
+  for (const double overlap : {0.9, -1.0, 0.0}) {
+    ControllerConfig cfg = config();
+    cfg.compression.mode = config::CompressionMode::kAdaptive;
+    cfg.compression.codec = CodecId::kInt8;
+    Controller c(cfg);
+    const topo::Plan first = c.initial_plan();
+    std::optional<topo::Plan> next;
+    for (int k = 0; k < 4 && !next; ++k) {
+      for (int s = 0; s < kSites; ++s) {
+        wire::MeasureRow r = row(s, 6e6);  // a 16 MB shard takes 2.8 s on a link
+        r.update_lag_s = 4.0;
+        r.overlap = overlap;
+        c.on_row(r, (10 + k) * kSecond);
+      }
+      next = c.decide(first, (10 + k) * kSecond);
+    }
+    if (overlap != 0.0) {
+      EXPECT_FALSE(next && !next->codecs.empty()) << "overlap " << overlap << ": transfers fit behind the compute";
+    } else {
+      ASSERT_TRUE(next) << "no overlap: transfers of 2.8 s against the 1 s that hides them";
+      ASSERT_FALSE(next->codecs.empty());
+      for (const auto& lc : next->codecs) EXPECT_EQ(lc.codec, CodecId::kInt8);
+    }
+  }
+}
+
 TEST(Controller, AlwaysCompressesFromTheFirstPlan) {
   ControllerConfig cfg = config();
   cfg.compression.mode = config::CompressionMode::kAlways;

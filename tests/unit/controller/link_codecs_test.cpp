@@ -88,5 +88,17 @@ TEST(LinkCodecs, BackToFullPrecisionOnceTheCongestionClears) {
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(lc.decide(star(), cleared).empty());
 }
 
+// What a measured update lag counts for: its overlap, never below a quarter of it; all of it
+// where the overlap was not measured; nothing where no lag was.
+TEST(LinkCodecs, HideableComputeIsTheOverlappedShareOfTheLag) {
+  EXPECT_EQ(hideable_compute(0.4, 0.9), 360 * kMilli);
+  EXPECT_EQ(hideable_compute(0.4, 0.0), static_cast<Nanos>(0.4 * kMinHideableShare * kSecond));
+  EXPECT_EQ(hideable_compute(0.4, 0.1), static_cast<Nanos>(0.4 * kMinHideableShare * kSecond));
+  EXPECT_EQ(hideable_compute(0.4, 1.5), 400 * kMilli);
+  EXPECT_EQ(hideable_compute(0.4, -1), 400 * kMilli);
+  EXPECT_EQ(hideable_compute(0.0, 0.5), 0);
+  EXPECT_EQ(hideable_compute(-1.0, 0.5), 0);
+}
+
 }  // namespace
 }  // namespace sg::controller

@@ -132,6 +132,8 @@ struct Site {
   std::vector<std::unique_ptr<TestWorker>> workers;
   std::vector<std::unique_ptr<Lan::Port>> ports;
   std::vector<float> result;  // what the gateway delivers (the "global" result)
+  Nanos first_final_at = -1;  // of the last run_round: group->first_final() when it was ready
+  Nanos last_ready_at = -1;   // and when that was
 
   Site(uint32_t n, size_t floats, double loss = 0, double dup = 0, uint64_t seed = 1, uint32_t first_round = 1)
       : lan(loss, dup, seed), gw_port(lan, kGateway) {
@@ -202,7 +204,11 @@ struct Site {
         }
       }
       next = std::min(next, group->poll(lan.now_, gw_port));
-      if (ready_at < 0 && group->contribution_ready(round)) ready_at = lan.now_;
+      if (ready_at < 0 && group->contribution_ready(round)) {
+        ready_at = lan.now_;
+        first_final_at = group->first_final();
+        last_ready_at = ready_at;
+      }
       if (!delivered && ready_at >= 0 && lan.now_ < ready_at + deliver_delay) next = std::min(next, ready_at + deliver_delay);
       if (!delivered && ready_at >= 0 && lan.now_ >= ready_at + deliver_delay) {
         auto c = group->contribution();
@@ -256,6 +262,23 @@ TEST(LocalGroup, ContributionIsTheExactMeanAndEveryWorkerGetsTheResult) {
     EXPECT_EQ(s.group->stats().push_timeouts, 0u);
     EXPECT_EQ(s.group->stats().bad_chunks, 0u);
   }
+}
+
+// first_final: when the round's first chunk had every worker's copy (free to leave for the
+// WAN). A worker that starts late holds every chunk back; it resets with each round.
+TEST(LocalGroup, FirstFinalChunkWaitsForEveryWorkersCopy) {
+  Site s(2, 50000);
+  s.fill(1);
+  Nanos t0 = s.lan.now_;
+  ASSERT_TRUE(s.run_round(1, 5 * kSecond));
+  EXPECT_GE(s.first_final_at, t0);
+  EXPECT_LT(s.last_ready_at - s.first_final_at, 20 * kMilli) << "both pushed at once: a short window";
+  EXPECT_EQ(s.group->first_final(), -1) << "the next round has no final chunk yet";
+  s.fill(2);
+  t0 = s.lan.now_;
+  ASSERT_TRUE(s.run_round(2, 5 * kSecond, 1, 300 * kMilli));
+  EXPECT_GE(s.first_final_at, t0 + 300 * kMilli) << "no chunk is final before the late worker's copy";
+  EXPECT_LE(s.first_final_at, s.last_ready_at);
 }
 
 TEST(LocalGroup, MissingWorkerTimesOutAndTheOthersAreAveraged) {

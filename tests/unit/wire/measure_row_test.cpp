@@ -15,6 +15,7 @@ MeasureRow sample_row(uint16_t site, int links) {
   r.round = 42;
   r.egress_peak = 12.5e6;
   r.update_lag_s = 0.2505;
+  r.overlap = 0.6;
   for (int k = 0; k <= links; ++k) {
     if (k == site) continue;
     LinkMeasure l;
@@ -42,6 +43,7 @@ TEST(MeasureRow, RoundTripInFixedUnits) {
   EXPECT_EQ(p->round, 42u);
   EXPECT_DOUBLE_EQ(p->egress_peak, 12.5e6);
   EXPECT_NEAR(p->update_lag_s, 0.2505, 1e-6);
+  EXPECT_NEAR(p->overlap, 0.6, 0.5 / kOverlapSteps);
   ASSERT_EQ(p->links.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(p->links[i].from, r.links[i].from);
@@ -93,6 +95,10 @@ TEST(MeasureRow, ValuesOutsideTheWireRangeAreClamped) {
   EXPECT_LT(parse_measure_row(encode_measure_row(r, 1200)[0], 2)->update_lag_s, 0);
   r.update_lag_s = 1e7;  // beyond an hour
   EXPECT_NEAR(parse_measure_row(encode_measure_row(r, 1200)[0], 2)->update_lag_s, kMaxLagUs * 1e-6, 1e-6);
+  r.overlap = -1;  // not measured
+  EXPECT_LT(parse_measure_row(encode_measure_row(r, 1200)[0], 2)->overlap, 0);
+  r.overlap = 3;  // more than the whole lag
+  EXPECT_EQ(parse_measure_row(encode_measure_row(r, 1200)[0], 2)->overlap, 1.0);
 }
 
 TEST(MeasureRow, MalformedRowsAreRefused) {
@@ -119,6 +125,9 @@ TEST(MeasureRow, MalformedRowsAreRefused) {
   EXPECT_EQ(parse_measure_row(bad, 4).error(), WireError::kBadField);
   bad = good;  // an update lag beyond an hour (and not the "unknown" mark)
   std::memset(bad.data() + offsetof(MeasureRowHeader, update_lag_us), 0xf0, 4);
+  EXPECT_EQ(parse_measure_row(bad, 4).error(), WireError::kBadField);
+  bad = good;  // an overlap above the whole lag (and not the "unknown" mark)
+  bad[offsetof(MeasureRowHeader, overlap)] = kOverlapSteps + 1;
   EXPECT_EQ(parse_measure_row(bad, 4).error(), WireError::kBadField);
 }
 
