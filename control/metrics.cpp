@@ -53,6 +53,8 @@ std::string label(const char* k, const std::string& v) {
   return s + "\"";
 }
 
+double ns_or_unknown(int64_t ns) { return ns < 0 ? -1.0 : static_cast<double>(ns) / 1e9; }
+
 }  // namespace
 
 std::string metrics_text(const Gateway& gw) {
@@ -122,6 +124,13 @@ std::string metrics_text(const Gateway& gw) {
           [](const RC& c, size_t) { return static_cast<double>(c.rounds.get()); });
   per_job("last_round_seconds", "gauge", "Duration of the last round.",
           [](const RC& c, size_t) { return static_cast<double>(c.last_round_ns.load()) / 1e9; });
+  per_job("worker_update_lag_seconds", "gauge",
+          "Smoothed time from a round's result handed to the workers to their next update complete (-1: not measured).",
+          [](const RC& c, size_t) { return ns_or_unknown(c.update_lag_ns.load(std::memory_order_relaxed)); });
+  per_job("worker_update_overlap_seconds", "gauge",
+          "Of the update lag, from the update's first chunk complete to its last: what a round's transfer can run "
+          "behind (-1: not measured).",
+          [](const RC& c, size_t) { return ns_or_unknown(c.overlap_ns.load(std::memory_order_relaxed)); });
   per_job("early_closes_total", "counter", "Transfers closed early (Early Close).",
           [](const RC& c, size_t) { return static_cast<double>(c.early_closes.get()); });
   if (jobs) {

@@ -17,6 +17,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import wan_profile  # noqa: E402
 
 
 GLOO_TCP_CC = set()  # the congestion control(s) the baselines' TCP ran with (scripts/testbed --tcp-cc)
@@ -41,9 +43,7 @@ def fluctuation_cycle(a, rotate):
     if rotate:
         return rotate * a.sites
     if a.wan:
-        import yaml
-        with open(a.wan) as f:
-            sched = (yaml.safe_load(f) or {}).get("schedule") or {}
+        sched = wan_profile.load(a.wan).get("schedule") or {}
         return float(sched.get("repeat_s", 0) or 0)
     return 0.0
 
@@ -112,21 +112,11 @@ def physical_bound(a):
     if not a.wan:
         slowest = min(float(r) for r in a.rates.split(",")) * 1e6 / 8
         return a.bytes / slowest
-    import yaml
-    with open(a.wan) as f:
-        p = yaml.safe_load(f)
+    p = wan_profile.load(a.wan)
     n = p["sites"]
-    rate = {}
-    def apply(spec, entries, key="rate_mbit", scale=1.0):
-        for e in entries or []:
-            dirs = [(e["from"], e["to"])] if "from" in e else [tuple(e["between"]), tuple(reversed(e["between"]))]
-            for d in dirs:
-                if key in e:
-                    spec[d] = e[key] * scale
-    base = {(i, j): p.get("default", {}).get("rate_mbit", 0) for i in range(1, n + 1) for j in range(1, n + 1) if i != j}
-    apply(base, p.get("pairs"))
-    delay = {d: p.get("default", {}).get("delay_ms", 0) / 1e3 for d in base}
-    apply(delay, p.get("pairs"), "delay_ms", 1e-3)
+    rates = lambda specs: {d: sp.get("rate_mbit", 0) for d, sp in specs.items()}  # noqa: E731
+    base = rates(wan_profile.pair_specs(p))
+    delay = {d: sp.get("delay_ms", 0) / 1e3 for d, sp in wan_profile.pair_specs(p).items()}
     for k in range(1, n + 1):  # shortest relay paths (Floyd-Warshall)
         for i in range(1, n + 1):
             for j in range(1, n + 1):
@@ -138,11 +128,7 @@ def physical_bound(a):
         phases = sorted(sched["phases"], key=lambda ph: ph["at_s"])
         avg = {d: 0.0 for d in base}
         edges = [0.0] + [ph["at_s"] for ph in phases] + [cycle]
-        specs = [dict(base)]
-        for ph in phases:
-            s2 = dict(base)
-            apply(s2, ph.get("pairs"))
-            specs.append(s2)
+        specs = [base] + [rates(wan_profile.pair_specs(p, ph)) for ph in phases]
         for spec, t0, t1 in zip(specs, edges[:-1], edges[1:]):
             for d in avg:
                 avg[d] += spec[d] * (t1 - t0) / cycle

@@ -26,12 +26,22 @@ def _apply(spec, entries):
             spec[d] = {**spec[d], **{k: v for k, v in e.items() if k not in ("from", "to", "between")}}
 
 
+def pair_specs(profile, phase=None):
+    """Each directed pair (i, j) -> its settings: the default, the pairs' entries on top, and a
+    schedule phase's entries on top of those (every phase starts from the base, as
+    tools/wanem/profile.h applies them)."""
+    n = profile["sites"]
+    spec = {(i, j): dict(profile.get("default") or {}) for i in range(1, n + 1) for j in range(1, n + 1) if i != j}
+    _apply(spec, profile.get("pairs"))
+    if phase:
+        _apply(spec, phase.get("pairs"))
+    return spec
+
+
 def translate(profile):
     """Returns (scenario YAML text, [what the simulator leaves out])."""
     n = profile["sites"]
-    default = profile.get("default", {})
-    base = {(i, j): dict(default) for i in range(1, n + 1) for j in range(1, n + 1) if i != j}
-    _apply(base, profile.get("pairs"))
+    base = pair_specs(profile)
     sched = profile.get("schedule") or {}
     phases = sorted(sched.get("phases") or [], key=lambda ph: ph["at_s"])
     repeat = sched.get("repeat_s", 0)

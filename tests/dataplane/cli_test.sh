@@ -99,6 +99,7 @@ grep -q '^# TYPE stormgate_drops_total counter' "$tmp/metrics.txt" || fail "metr
 grep -q '^stormgate_rounds_total{site="ring-lab",job="4"} [1-9]' "$tmp/metrics.txt" || fail "metrics: rounds of job 4"
 grep -q '^stormgate_rounds_total{site="ring-lab",job="3"} [1-9]' "$tmp/metrics.txt" || fail "metrics: rounds of job 3"
 [[ $(grep -c '^# TYPE stormgate_rounds_total' "$tmp/metrics.txt") == 1 ]] || fail "metrics: one family per name"
+grep -q '^stormgate_worker_update_overlap_seconds{site="ring-lab",job="4"} -1$' "$tmp/metrics.txt" || fail "metrics: synthetic rounds have no worker update to measure"
 grep -q '^stormgate_announced_jobs{site="ring-lab",status="running"} 2' "$tmp/metrics.txt" || fail "metrics: job registry"
 [[ $code == 404 ]] || fail "GET /other answered $code, expected 404"
 nogw="$("$ROOT/tools/stormctl" --prefix "nosuch$$" status 2>&1)" && fail "stormctl without a gateway succeeded"
