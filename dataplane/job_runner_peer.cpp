@@ -100,12 +100,13 @@ void JobRunner::note_update_lag_st(uint32_t next, Nanos now) {
   if (++lag_samples_ == 1) return;
   const int64_t sample = std::max<int64_t>(0, now - delivered_at_);
   const int64_t old = c_.update_lag_ns.load(std::memory_order_relaxed);
-  c_.update_lag_ns.store(old < 0 ? sample : old + (sample - old) / 4, std::memory_order_relaxed);
+  const int64_t lag = old < 0 ? sample : old + (sample - old) / 4;
+  c_.update_lag_ns.store(lag, std::memory_order_relaxed);
   // The part of it the WAN could use: from the first chunk ready to leave to the last.
   if (!group_ || group_->first_final() < 0) return;
   const int64_t window = std::clamp<int64_t>(now - group_->first_final(), 0, sample);
   const int64_t was = c_.overlap_ns.load(std::memory_order_relaxed);
-  c_.overlap_ns.store(was < 0 ? window : was + (window - was) / 4, std::memory_order_relaxed);
+  c_.overlap_ns.store(std::min(lag, was < 0 ? window : was + (window - was) / 4), std::memory_order_relaxed);
 }
 
 unsigned JobRunner::peer_poll_st(Nanos now) {
