@@ -429,22 +429,30 @@ TEST(Controller, NoCompressionWithoutComputeTime) {
 
 // compute_ms_per_round unset: the sites' measured update lag is the compute time. Clean links
 // (no queueing, no loss) whose transfers take far longer than the lag are the bottleneck.
+// Adaptive int8 with compute_ms_per_round unset: up to `decisions` rounds of rows from
+// `make(site)`, one decision after each; the first plan proposed, if any.
+template <class MakeRow>
+std::optional<topo::Plan> adaptive_int8_proposal(int decisions, MakeRow make) {
+  ControllerConfig cfg = config();
+  cfg.compression.mode = config::CompressionMode::kAdaptive;
+  cfg.compression.codec = CodecId::kInt8;
+  Controller c(cfg);
+  const topo::Plan first = c.initial_plan();
+  std::optional<topo::Plan> next;
+  for (int k = 0; k < decisions && !next; ++k) {
+    for (int s = 0; s < kSites; ++s) c.on_row(make(s), (10 + k) * kSecond);
+    next = c.decide(first, (10 + k) * kSecond);
+  }
+  return next;
+}
+
 TEST(Controller, MeasuredUpdateLagStandsInForAnUnsetComputeTime) {
   for (const double lag_s : {0.1, 1000.0}) {
-    ControllerConfig cfg = config();
-    cfg.compression.mode = config::CompressionMode::kAdaptive;
-    cfg.compression.codec = CodecId::kInt8;
-    Controller c(cfg);
-    const topo::Plan first = c.initial_plan();
-    std::optional<topo::Plan> next;
-    for (int k = 0; k < 3 && !next; ++k) {
-      for (int s = 0; s < kSites; ++s) {
-        wire::MeasureRow r = row(s, 10e6);
-        r.update_lag_s = s == 2 ? lag_s : lag_s / 10;  // the slowest site's lag counts
-        c.on_row(r, (10 + k) * kSecond);
-      }
-      next = c.decide(first, (10 + k) * kSecond);
-    }
+    const std::optional<topo::Plan> next = adaptive_int8_proposal(3, [&](int s) {
+      wire::MeasureRow r = row(s, 10e6);
+      r.update_lag_s = s == 2 ? lag_s : lag_s / 10;  // the slowest site's lag counts
+      return r;
+    });
     if (lag_s < 1) {
       // 16 MB shards over 10 MB/s: seconds against 0.1 s of compute.
       ASSERT_TRUE(next) << "no codec for links 16x slower than the measured compute";
@@ -462,21 +470,12 @@ TEST(Controller, MeasuredUpdateLagStandsInForAnUnsetComputeTime) {
 // length and are compressed. An unmeasured overlap counts as the whole lag.
 TEST(Controller, WorkersThatHandTheirUpdateOverAtOnceGetCompressedLinks) {
   for (const double overlap : {0.9, -1.0, 0.0}) {
-    ControllerConfig cfg = config();
-    cfg.compression.mode = config::CompressionMode::kAdaptive;
-    cfg.compression.codec = CodecId::kInt8;
-    Controller c(cfg);
-    const topo::Plan first = c.initial_plan();
-    std::optional<topo::Plan> next;
-    for (int k = 0; k < 4 && !next; ++k) {
-      for (int s = 0; s < kSites; ++s) {
-        wire::MeasureRow r = row(s, 6e6);  // a 16 MB shard takes 2.8 s on a link
-        r.update_lag_s = 4.0;
-        r.overlap = overlap;
-        c.on_row(r, (10 + k) * kSecond);
-      }
-      next = c.decide(first, (10 + k) * kSecond);
-    }
+    const std::optional<topo::Plan> next = adaptive_int8_proposal(4, [&](int s) {
+      wire::MeasureRow r = row(s, 6e6);  // a 16 MB shard takes 2.8 s on a link
+      r.update_lag_s = 4.0;
+      r.overlap = overlap;
+      return r;
+    });
     if (overlap != 0.0) {
       EXPECT_FALSE(next && !next->codecs.empty()) << "overlap " << overlap << ": transfers fit behind the compute";
     } else {
