@@ -315,34 +315,24 @@ void lose(Feed& f, int n) {
   for (int i = 0; i < n; ++i) f.c.on_loss({f.now, kMss, f.now - f.rtt, 10 * kMss, false});
 }
 
-// Startup doubling from 100 kB/s, then a round trip losing half its packets at `rtt` (the
-// path's is 10 ms) while the rate still grows; its first ACK judges the lossy round.
-void grow_then_lose(Feed& f, Nanos rtt) {
-  f.rounds(1, 1e5, false);
-  f.rounds(1, 2e5, false);
-  f.rtt = rtt;
-  lose(f, 10);
-  f.rounds(1, 4e5, false);
-}
-
 // A loss burst (Gilbert-Elliott on a lossy path) in an early round trip of a few dozen
 // packets, while startup still doubles the rate, is not the overshoot that ends startup:
 // ended there, the transfer cruised at the few Mbit/s of its third round trip.
 TEST(DeliveryRate, ALossBurstWhileTheRateStillGrowsDoesNotEndStartup) {
   Feed f;
-  grow_then_lose(f, 10 * kMilli);
+  f.rounds(1, 1e5, false);
+  f.rounds(1, 2e5, false);
+  lose(f, 10);
+  f.rounds(1, 4e5, false);  // its first ACK judges the round before: overloaded
   EXPECT_EQ(f.c.overloads(), 1u);
   EXPECT_EQ(f.c.mode(), 0) << "still in startup";
   f.rounds(1, 8e5, false);
   EXPECT_DOUBLE_EQ(f.c.btlbw(), 8e5) << "and still growing past the trim";
   EXPECT_DOUBLE_EQ(f.c.pacing_rate(), DeliveryRateConfig{}.startup_gain * 8e5);
-  Feed jitter;
-  grow_then_lose(jitter, 12 * kMilli);
-  EXPECT_EQ(jitter.c.mode(), 0) << "a fifth of the RTT more is jitter, not a queue";
 }
 
-// Overshoot: the queue overflows with the round trip's delay risen, once the rate has stopped
-// growing, or round trip after round trip: startup ends.
+// Overshoot: the queue overflows once the rate has stopped growing (or round trip after
+// round trip): startup ends.
 TEST(DeliveryRate, OverloadEndsStartupOnceTheQueueRoseTheRateStoppedGrowingOrTwiceInARow) {
   {
     Feed f;
@@ -354,7 +344,10 @@ TEST(DeliveryRate, OverloadEndsStartupOnceTheQueueRoseTheRateStoppedGrowingOrTwi
   }
   {
     Feed f;
-    grow_then_lose(f, 10 * kMilli);
+    f.rounds(1, 1e5, false);
+    f.rounds(1, 2e5, false);
+    lose(f, 10);
+    f.rounds(1, 4e5, false);
     ASSERT_EQ(f.c.mode(), 0);
     lose(f, 10);
     f.rounds(1, 8e5, false);
@@ -363,7 +356,11 @@ TEST(DeliveryRate, OverloadEndsStartupOnceTheQueueRoseTheRateStoppedGrowingOrTwi
   {
     // Many senders into one shallow buffer: the overflow comes with the queue's delay.
     Feed f;
-    grow_then_lose(f, 15 * kMilli);  // half the path's RTT again in queue
+    f.rounds(1, 1e5, false);
+    f.rounds(1, 2e5, false);
+    f.rtt = 15 * kMilli;  // half the 10 ms path's RTT again in queue
+    lose(f, 10);
+    f.rounds(1, 4e5, false);
     EXPECT_EQ(f.c.mode(), 2) << "an overflowing queue ends startup while the rate still grows";
     EXPECT_DOUBLE_EQ(f.c.pacing_rate(), 0.75 * f.c.btlbw()) << "probe_bw's draining phase, not a full drain";
   }
@@ -371,8 +368,21 @@ TEST(DeliveryRate, OverloadEndsStartupOnceTheQueueRoseTheRateStoppedGrowingOrTwi
     DeliveryRateConfig linux_like;  // the BBR-like baseline
     linux_like.drain_after_startup = true;
     Feed f(linux_like);
-    grow_then_lose(f, 15 * kMilli);
+    f.rounds(1, 1e5, false);
+    f.rounds(1, 2e5, false);
+    f.rtt = 15 * kMilli;
+    lose(f, 10);
+    f.rounds(1, 4e5, false);
     EXPECT_EQ(f.c.mode(), 1) << "drains at 1/startup_gain";
+  }
+  {
+    Feed f;
+    f.rounds(1, 1e5, false);
+    f.rounds(1, 2e5, false);
+    f.rtt = 12 * kMilli;  // jitter, no queue
+    lose(f, 10);
+    f.rounds(1, 4e5, false);
+    EXPECT_EQ(f.c.mode(), 0) << "a fifth of the RTT more is not a queue";
   }
 }
 
