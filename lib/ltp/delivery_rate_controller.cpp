@@ -57,7 +57,6 @@ void DeliveryRateController::reset(Nanos now, uint32_t mss) {
   overloads_ = 0;
   overloaded_rounds_ = 0;
   round_start_bw_ = 0;
-  round_max_rtt_ = 0;
   app_limited_round_ = false;
 }
 
@@ -84,7 +83,6 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
     min_rtt_stamp_ = ev.now;
   }
   bool round_start = false;
-  if (ev.rtt > 0) round_max_rtt_ = std::max(round_max_rtt_, ev.rtt);
   round_acked_ += ev.acked_bytes;
   if (ev.acked_bytes > 0) ++round_acked_pkts_;
   // A round trip is at least rtt_floor long: on a LAN of a few microseconds a packet-timed
@@ -97,9 +95,6 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
     const uint64_t pkts = round_lost_pkts_ + round_acked_pkts_;
     const bool overload = pkts >= cfg_.congestion_min_packets &&
                           static_cast<double>(round_lost_) > cfg_.congestion_loss * static_cast<double>(round_lost_ + round_acked_);
-    // A queue built up in that round trip: its slowest sample a quarter above the path's.
-    const bool queued = min_rtt_ > 0 && round_max_rtt_ > min_rtt_ + min_rtt_ / 4;
-    round_max_rtt_ = 0;
     round_lost_ = round_acked_ = round_lost_pkts_ = round_acked_pkts_ = 0;
     // Growth over the round trip that just ended (btlbw before this ACK's sample).
     const bool growing = btlbw_ >= kStartupGrowth * round_start_bw_;
@@ -107,27 +102,14 @@ void DeliveryRateController::on_ack(const AckEvent& ev) {
     overloaded_rounds_ = overload ? overloaded_rounds_ + 1 : 0;
     if (overload) {
       ++overloads_;
-      // Startup's overshoot overflows the queue: the round trip's samples rose with it, or the
-      // delivery rate stopped growing, or round trip after round trip loses. A loss burst on
-      // a lossy path (Gilbert-Elliott: a few frames in a row) can hit an early round trip of
-      // a few dozen packets while the rate still doubles and no queue has formed. Ending
-      // startup there left the transfer in probe_bw at a few Mbit/s, growing a quarter per
-      // eight round trips (the simulator's `lossy` profile: a 3.3-second first round against
-      // 0.35 s modelled). But without the queue signal, many senders into one shallow buffer
-      // doubled once more past it (the simulator's 8 sites x 100 MB: 1.54 s rounds, 0.84 s
-      // when startup ended at the first overflow).
-      if (mode_ == Mode::kStartup && (queued || !growing || overloaded_rounds_ >= cfg_.startup_overload_rounds)) {
-        if (cfg_.drain_after_startup) {
-          mode_ = Mode::kDrain;
-        } else {
-          // The queue holds at most a buffer: probe_bw's 0.75 phase empties it in a round trip.
-          // A full drain at 1/startup_gain, every sender on a shared link in it at once, left
-          // the link idle (the simulator's `lossy` profile: 0.77 s rounds, 0.55 s this way).
-          mode_ = Mode::kProbeBw;
-          cycle_ = 1;
-          cycle_start_ = ev.now;
-        }
-      }
+      // Startup's overshoot overflows the queue once the delivery rate has stopped growing
+      // (or loses round trip after round trip); a loss burst on a lossy path (Gilbert-Elliott:
+      // a few frames in a row) can hit an early round trip of a few dozen packets while the
+      // rate still doubles. Ending startup there left the transfer in probe_bw at a few
+      // Mbit/s, growing a quarter per eight round trips (the simulator's `lossy` profile: a
+      // 3.3-second first round against 0.35 s modelled).
+      if (mode_ == Mode::kStartup && (!growing || overloaded_rounds_ >= cfg_.startup_overload_rounds))
+        mode_ = Mode::kDrain;
       ceiling_ = 0.85 * btlbw_;
     }
     // The filter ages only by round trips that measured the path: one whose samples were all

@@ -12,9 +12,8 @@
 // flight vanished) halves btlbw, and a round trip losing more than congestion_loss of its
 // packets -- far above any loss Early Close would accept, so it is overload (e.g. many
 // senders into one shallow buffer), not noise -- trims btlbw by 15%, and ends startup once
-// the round trip's RTT rose (a queue overflowed), the rate has stopped growing, or in the
-// second such round trip in a row (an early one with neither, while the rate still doubles,
-// can be a loss burst on a lossy path). Both
+// the rate has stopped growing or in the second such round trip in a row (an early one while
+// the rate still doubles can be a loss burst on a lossy path). Both
 // are a ceiling on btlbw that any later sample above it lifts, not a change to the filter.
 //
 // The filter ages only by round trips that measured the path (some sample not app-limited):
@@ -57,9 +56,6 @@ struct DeliveryRateConfig {
   double congestion_loss = 0.2;     // per-round loss fraction treated as overload
   uint32_t congestion_min_packets = 20;  // ... once a round has at least this many packets
   uint32_t startup_overload_rounds = 2;  // overloaded round trips in a row that end a growing startup
-  // Leave an overloaded startup through a drain at 1/startup_gain (Linux BBR's way: the
-  // BBR-like baseline) instead of probe_bw's 0.75 phase (LTP).
-  bool drain_after_startup = false;
   Nanos keep_path_for = 10 * kSecond;   // path model kept over idle gaps this long; 0 = never
   double resume_confirm = 0.85;         // ACK rate / kept rate that confirms the kept model
   // Pacing gain of a transfer that resumes after one the resume check never judged (see
@@ -123,7 +119,6 @@ class DeliveryRateController final : public RateController {
   uint64_t overloads_ = 0;
   uint32_t overloaded_rounds_ = 0;  // in a row, up to the last round trip
   double round_start_bw_ = 0;       // btlbw when the last round trip began
-  Nanos round_max_rtt_ = 0;         // slowest RTT sample of this round trip
   bool app_limited_round_ = false;  // the sample opening this round was app-limited: no startup exit
   // Kept between transfers: the filter's rate, whether startup had ended (else a lower
   // bound), and the last ACK (idle since).

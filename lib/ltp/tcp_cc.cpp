@@ -9,11 +9,7 @@ namespace sg::ltp {
 std::unique_ptr<RateController> make_tcp_controller(TcpCc cc) {
   switch (cc) {
     case TcpCc::kCubic: return std::make_unique<CubicController>();
-    case TcpCc::kBbr: {
-      DeliveryRateConfig cfg;
-      cfg.drain_after_startup = true;  // as Linux BBR leaves startup
-      return std::make_unique<DeliveryRateController>(cfg);
-    }
+    case TcpCc::kBbr: return std::make_unique<DeliveryRateController>();
     case TcpCc::kNewReno: break;
   }
   return std::make_unique<AimdController>();
