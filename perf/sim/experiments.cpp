@@ -136,6 +136,10 @@ controller::ControlPlaneConfig stack_control(const Setup& s, const sim::WanSpec&
   for (const auto& site : w.sites) k.uplinks.push_back(site.egress_bytes_per_s / s.scale);
   // The stuck baseline: the first measured plan, never revised.
   if (o.awareness == Awareness::kStuck) k.max_proposals = 1;
+  if (std::getenv("SG_ORACLE_FIRST")) {  // diagnostic (see run_stack): keep that plan
+    k.max_proposals = 1;
+    k.recompute_change = 1e9;
+  }
   for (int i = 0; i < n; ++i) c.nodes.push_back(static_cast<uint16_t>(i + 1));
   c.job = 1;
   c.switch_rounds_ahead = 1;  // control.switch_rounds_ahead: rounds of seconds need no more
@@ -163,7 +167,10 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
   sim::Wan wan(w, max_msg(s), s.scale);
   // Every site starts from the controller's first plan (nothing measured yet: links alike,
   // the configured uplinks), as gateways do.
-  const topo::Plan first = controller::Controller(stack_control(s, w, o, 0).controller).initial_plan();
+  topo::Plan first = controller::Controller(stack_control(s, w, o, 0).controller).initial_plan();
+  // Diagnostic only (never in a reported figure): SG_ORACLE_FIRST runs the oracle FAPT plan
+  // through the gateway's own code path and never replans, to tell a plan's cost from the path's.
+  if (std::getenv("SG_ORACLE_FIRST")) first = make_plan(s, sim::network_at(w, 0, s.scale, kAggBps), Topo::kFapt);
   std::vector<std::unique_ptr<sim::Participant>> sites;
   std::vector<sim::GatewaySite*> gw;
   for (int i = 0; i < n; ++i) {
@@ -209,6 +216,8 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
                    static_cast<unsigned long long>(wan.stats().lost),
                    static_cast<unsigned long long>(rr.stats.retransmits),
                    static_cast<unsigned long long>(rr.stats.timeouts));
+      for (int i = 0; i < n; ++i) std::fprintf(stderr, " s%d %.3f", i, (gw[i]->round_finished() - rr.start) * 1e-9);
+      std::fprintf(stderr, "\n");
     }
     out.rounds.push_back(sr);
     out.total_s += rr.seconds;
@@ -220,6 +229,14 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
     // Diagnostic only (nothing decides on it): the coordinator's view against the true rates.
     const topo::Network view = gw[0]->plane().controller().view();
     const topo::Network truth = sim::network_at(w, wan.now(), s.scale, kAggBps);
+    for (const topo::Plan* pl : std::vector<const topo::Plan*>{&gw[0]->plane().current_plan(), &first}) {
+      std::fprintf(stderr, "%s plan:\n", pl == &first ? "first" : "current");
+      for (const auto& t : pl->shards) {
+        std::fprintf(stderr, "  root %d %.1f MB parents", t.root, t.bytes() * 1e-6);
+        for (auto p : t.parent) std::fprintf(stderr, " %d", p == topo::kNoSite ? -1 : static_cast<int>(p));
+        std::fprintf(stderr, "\n");
+      }
+    }
     std::fprintf(stderr, "%s: link view / true (Mbit/s, real bytes)\n", name.c_str());
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j < n; ++j)
