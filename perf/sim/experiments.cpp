@@ -237,6 +237,15 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
         std::fprintf(stderr, "\n");
       }
     }
+    std::fprintf(stderr, "%s: links with queue drops (drops/packets, busy s, whole run)\n", name.c_str());
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        const sim::LinkStats& ls = wan.link(i, j).stats();
+        if (i != j && ls.queue_drops > 0)
+          std::fprintf(stderr, " %d>%d %llu/%llu %.2f", i, j, static_cast<unsigned long long>(ls.queue_drops),
+                       static_cast<unsigned long long>(ls.packets), static_cast<double>(ls.busy) * 1e-9);
+      }
+    std::fprintf(stderr, "\n");
     std::fprintf(stderr, "%s: link view / true (Mbit/s, real bytes)\n", name.c_str());
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j < n; ++j)
