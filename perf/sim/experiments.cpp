@@ -113,6 +113,34 @@ ModeResult run_ring(const Setup& s, const sim::WanSpec& w, const std::string& na
   return run_rounds(s, wan, c, name);
 }
 
+namespace {
+// Diagnostic only (never in a reported figure): SG_ORACLE_FIRST runs the oracle FAPT plan
+// through the gateway's own code path and never replans, to tell a plan's cost from the path's.
+bool oracle_first() { return std::getenv("SG_ORACLE_FIRST") != nullptr; }
+
+// SG_SIM_DEBUG, after a stack run: both plans' trees and every link's queue drops.
+void print_plans_and_drops(const topo::Plan& current, const topo::Plan& first, sim::Wan& wan, int n,
+                           const std::string& name) {
+  for (const topo::Plan* pl : {&current, &first}) {
+    std::fprintf(stderr, "%s plan:\n", pl == &first ? "first" : "current");
+    for (const auto& t : pl->shards) {
+      std::fprintf(stderr, "  root %d %.1f MB parents", t.root, t.bytes() * 1e-6);
+      for (auto p : t.parent) std::fprintf(stderr, " %d", p == topo::kNoSite ? -1 : static_cast<int>(p));
+      std::fprintf(stderr, "\n");
+    }
+  }
+  std::fprintf(stderr, "%s: links with queue drops (drops/packets, busy s, whole run)\n", name.c_str());
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const sim::LinkStats& ls = wan.link(i, j).stats();
+      if (i != j && ls.queue_drops > 0)
+        std::fprintf(stderr, " %d>%d %llu/%llu %.2f", i, j, static_cast<unsigned long long>(ls.queue_drops),
+                     static_cast<unsigned long long>(ls.packets), static_cast<double>(ls.busy) * 1e-9);
+    }
+  std::fprintf(stderr, "\n");
+}
+}  // namespace
+
 controller::ControlPlaneConfig stack_control(const Setup& s, const sim::WanSpec& w, const StackOptions& o, int self) {
   controller::ControlPlaneConfig c;
   const int n = s.n;
@@ -136,7 +164,7 @@ controller::ControlPlaneConfig stack_control(const Setup& s, const sim::WanSpec&
   for (const auto& site : w.sites) k.uplinks.push_back(site.egress_bytes_per_s / s.scale);
   // The stuck baseline: the first measured plan, never revised.
   if (o.awareness == Awareness::kStuck) k.max_proposals = 1;
-  if (std::getenv("SG_ORACLE_FIRST")) {  // diagnostic (see run_stack): keep that plan
+  if (oracle_first()) {  // diagnostic (see run_stack): keep that plan
     k.max_proposals = 1;
     k.recompute_change = 1e9;
   }
@@ -168,9 +196,7 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
   // Every site starts from the controller's first plan (nothing measured yet: links alike,
   // the configured uplinks), as gateways do.
   topo::Plan first = controller::Controller(stack_control(s, w, o, 0).controller).initial_plan();
-  // Diagnostic only (never in a reported figure): SG_ORACLE_FIRST runs the oracle FAPT plan
-  // through the gateway's own code path and never replans, to tell a plan's cost from the path's.
-  if (std::getenv("SG_ORACLE_FIRST")) first = make_plan(s, sim::network_at(w, 0, s.scale, kAggBps), Topo::kFapt);
+  if (oracle_first()) first = make_plan(s, sim::network_at(w, 0, s.scale, kAggBps), Topo::kFapt);
   std::vector<std::unique_ptr<sim::Participant>> sites;
   std::vector<sim::GatewaySite*> gw;
   for (int i = 0; i < n; ++i) {
@@ -229,23 +255,7 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
     // Diagnostic only (nothing decides on it): the coordinator's view against the true rates.
     const topo::Network view = gw[0]->plane().controller().view();
     const topo::Network truth = sim::network_at(w, wan.now(), s.scale, kAggBps);
-    for (const topo::Plan* pl : std::vector<const topo::Plan*>{&gw[0]->plane().current_plan(), &first}) {
-      std::fprintf(stderr, "%s plan:\n", pl == &first ? "first" : "current");
-      for (const auto& t : pl->shards) {
-        std::fprintf(stderr, "  root %d %.1f MB parents", t.root, t.bytes() * 1e-6);
-        for (auto p : t.parent) std::fprintf(stderr, " %d", p == topo::kNoSite ? -1 : static_cast<int>(p));
-        std::fprintf(stderr, "\n");
-      }
-    }
-    std::fprintf(stderr, "%s: links with queue drops (drops/packets, busy s, whole run)\n", name.c_str());
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) {
-        const sim::LinkStats& ls = wan.link(i, j).stats();
-        if (i != j && ls.queue_drops > 0)
-          std::fprintf(stderr, " %d>%d %llu/%llu %.2f", i, j, static_cast<unsigned long long>(ls.queue_drops),
-                       static_cast<unsigned long long>(ls.packets), static_cast<double>(ls.busy) * 1e-9);
-      }
-    std::fprintf(stderr, "\n");
+    print_plans_and_drops(gw[0]->plane().current_plan(), first, wan, n, name);
     std::fprintf(stderr, "%s: link view / true (Mbit/s, real bytes)\n", name.c_str());
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j < n; ++j)

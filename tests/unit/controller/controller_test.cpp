@@ -427,8 +427,6 @@ TEST(Controller, NoCompressionWithoutComputeTime) {
   }
 }
 
-// compute_ms_per_round unset: the sites' measured update lag is the compute time. Clean links
-// (no queueing, no loss) whose transfers take far longer than the lag are the bottleneck.
 // Adaptive int8 with compute_ms_per_round unset: up to `decisions` rounds of rows from
 // `make(site)`, one decision after each; the first plan proposed, if any.
 template <class MakeRow>
@@ -446,6 +444,8 @@ std::optional<topo::Plan> adaptive_int8_proposal(int decisions, MakeRow make) {
   return next;
 }
 
+// compute_ms_per_round unset: the sites' measured update lag is the compute time. Clean links
+// (no queueing, no loss) whose transfers take far longer than the lag are the bottleneck.
 TEST(Controller, MeasuredUpdateLagStandsInForAnUnsetComputeTime) {
   for (const double lag_s : {0.1, 1000.0}) {
     const std::optional<topo::Plan> next = adaptive_int8_proposal(3, [&](int s) {
