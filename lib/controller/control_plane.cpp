@@ -238,6 +238,19 @@ Nanos ControlPlane::tick(Nanos now, uint32_t completed, std::span<const uint64_t
         std::fprintf(stderr, "t=%.2f propose: gain %.2f, %zu shards, %zu codecs, rows %llu\n", seconds(now),
                      ctl_.stats().last_gain, plan->shards.size(), plan->codecs.size(),
                      static_cast<unsigned long long>(ctl_.stats().rows));
+      if (std::getenv("SG_SIM_DEBUG_CODECS")) {  // which links' codecs the proposal changes
+        const topo::Plan& was = proposed_ ? *proposed_ : current_;
+        auto level = [](const topo::Plan& p, int a, int b) {
+          for (const auto& c : p.codecs)
+            if (c.from == a && c.to == b) return static_cast<int>(c.codec);
+          return 0;
+        };
+        for (int a = 0; a < n_; ++a)
+          for (int b = 0; b < n_; ++b)
+            if (a != b && level(was, a, b) != level(*plan, a, b))
+              std::fprintf(stderr, " %d>%d:%d->%d", a, b, level(was, a, b), level(*plan, a, b));
+        std::fprintf(stderr, "\n");
+      }
       if (std::getenv("SG_SIM_DEBUG_VIEW")) {
         const topo::Network v = ctl_.view();
         ctl_.print_inputs(stderr);

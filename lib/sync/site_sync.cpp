@@ -60,6 +60,15 @@ struct SiteSync::Shard {
 
 namespace {
 
+// A link back at full precision sends what its codec had held back (error feedback's
+// residual) with the next values, so no gradient mass stays behind in a residual.
+void flush_residual(std::span<float> vals, std::span<float> residual) {
+  for (size_t i = 0; i < vals.size(); ++i) {
+    vals[i] += residual[i];
+    residual[i] = 0.0f;
+  }
+}
+
 // Sub-chunk hole bits in wire::DataHeader::holes.
 constexpr uint32_t kMaxPack = 8;
 
@@ -145,6 +154,13 @@ bool SiteSync::set_link_codec(int peer, CodecId codec, float topk_ratio) {
   return true;
 }
 
+void SiteSync::apply_codecs() {
+  if (!cfg_.wire_compression) return;
+  for (auto& l : links_) l = Link{};
+  for (const topo::LinkCodec& c : plan_.codecs)
+    if (c.from == self_ && c.to < links_.size() && c.to != self_) links_[c.to] = {c.codec, cfg_.topk_ratio};
+}
+
 // Encode buffers and residuals exist only for links that compress (a 1 GB model would
 // otherwise carry several GB of idle residuals), sized once and kept.
 void SiteSync::size_buffers() {
@@ -176,6 +192,18 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
   for (const auto& t : plan.shards)
     if (t.byte_begin % 4 || t.byte_end % 4 || t.bytes() == 0) return false;
 
+  // Same trees, other codecs (NetSenseML's per-link switches): every sender keeps its rate
+  // controller mid-cycle and every link its error-feedback residual. Rebuilding them here
+  // threw away the residuals (the gradient mass the codec had held back) at each codec
+  // switch, and in the simulator's 8-site 1 GB rounds, with a codec switch a round, slowed
+  // the rounds 2.4x.
+  if (have_plan_ && topo::same_trees(plan_, plan)) {
+    plan_ = plan;
+    policy_ = policy_version;
+    apply_codecs();
+    size_buffers();
+    return true;
+  }
   const size_t chunk_floats = cfg_.chunk_bytes / 4;
   std::vector<Shard> shards(plan.shards.size());
   std::vector<std::unique_ptr<Out>> outs;
@@ -287,11 +315,7 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
     hold_at_.resize(hold_cap_);
   }
   hold_n_ = std::min(hold_n_, hold_cap_);
-  if (cfg_.wire_compression) {
-    for (auto& l : links_) l = Link{};
-    for (const topo::LinkCodec& c : plan.codecs)
-      if (c.from == self_ && c.to < links_.size() && c.to != self_) links_[c.to] = {c.codec, cfg_.topk_ratio};
-  }
+  apply_codecs();
   size_buffers();
   return true;
 }
@@ -503,6 +527,8 @@ void SiteSync::up_chunk_ready(int s, uint32_t c) {
       auto res = std::span<float>(o.residual).subspan(off, vals.size());
       if (encoder_.encode(o.codec, vals, out, res, o.topk_ratio).err == compress::CodecError::kOk)
         ++stats_.encoded_chunks;
+    } else if (!o.residual.empty()) {
+      flush_residual(vals, std::span<float>(o.residual).subspan(off, vals.size()));
     }
     release(sh.up_out, c);
   } else {
@@ -518,6 +544,8 @@ void SiteSync::up_chunk_ready(int s, uint32_t c) {
         compress::decode(sh.down_codec, enc.first(r.bytes), out);
         ++stats_.encoded_chunks;
       }
+    } else if (!sh.down_residual.empty()) {
+      flush_residual(out, std::span<float>(sh.down_residual).subspan(off, out.size()));
     }
     down_chunk_ready(s, c);
   }

@@ -232,6 +232,7 @@ class SiteSync final : private ltp::ReceiverSink {
     float topk_ratio = 0.01f;
   };
 
+  void apply_codecs();  // links_ from plan_.codecs (wire_compression only)
   void size_buffers();
   bool start_out(int oi, CodecId codec, std::span<const uint8_t> data, uint32_t chunk_size, uint16_t contributors,
                  Nanos now, uint32_t pack);

@@ -129,6 +129,17 @@ std::vector<std::pair<int, int>> tree_links(const Plan& plan) {
   return out;
 }
 
+bool same_trees(const Plan& a, const Plan& b) {
+  if (a.num_sites != b.num_sites || a.model_bytes != b.model_bytes || a.shards.size() != b.shards.size()) return false;
+  for (size_t s = 0; s < a.shards.size(); ++s) {
+    const ShardTree& x = a.shards[s];
+    const ShardTree& y = b.shards[s];
+    if (x.root != y.root || x.byte_begin != y.byte_begin || x.byte_end != y.byte_end || x.parent != y.parent)
+      return false;
+  }
+  return true;
+}
+
 void set_tree_codecs(Plan& plan, CodecId codec) {
   plan.codecs.clear();
   if (codec == CodecId::kF32) return;

@@ -104,6 +104,9 @@ Plan single_site_plan(uint64_t model_bytes);
 
 // The directed links the plan's trees use (child -> parent and parent -> child), each once.
 std::vector<std::pair<int, int>> tree_links(const Plan& plan);
+// Same sites, model and shards (roots, byte ranges, parents): the plans differ at most in
+// their codecs and multipath splits.
+bool same_trees(const Plan& a, const Plan& b);
 // Sets `codec` on every tree link (kF32 clears the list): compression.mode "always".
 void set_tree_codecs(Plan& plan, CodecId codec);
 

@@ -44,7 +44,10 @@ Setup make_setup(const sim::Scenario& sc, uint64_t model_wire, double mem_budget
   s.rounds = rounds;
   while (static_cast<double>(s.n) * 2 * static_cast<double>(model_wire) / s.scale > mem_budget && s.scale < 128)
     s.scale *= 2;
-  s.chunk_real = kWireChunk / s.scale;
+  // SG_SIM_CHUNK (wire bytes): a diagnostic, to see what the large simulation chunk costs.
+  const char* c = std::getenv("SG_SIM_CHUNK");
+  const uint32_t wire_chunk = c ? static_cast<uint32_t>(std::max(1200L, std::atol(c))) : kWireChunk;
+  s.chunk_real = std::max<uint32_t>(4, wire_chunk / s.scale / 4 * 4);
   s.model_real = model_wire / s.scale / 4 * 4;
   s.local.assign(s.model_real / 4, 0.001f);
   return s;

@@ -45,7 +45,7 @@ struct PartArgs {
   bool only = false;        // scenarios were named with --only
   std::string scenarios;    // folder of the scenario files
   double mem_budget = 1.5e9;  // bytes of SiteSync buffers across all sites
-  uint64_t bytes = 0;         // --bytes: the gradient of the testbed part (0: 16 MB)
+  uint64_t bytes = 0;         // --bytes: the one gradient size of the main and testbed parts (0: their defaults)
 };
 
 // "100 MB", "1 GB".

@@ -20,6 +20,7 @@ constexpr int kRounds = 6, kReported = 3;
 constexpr int kQuickRounds = 4, kQuickReported = 2;
 
 std::vector<uint64_t> sizes(const PartArgs& a) {
+  if (a.bytes) return {a.bytes};
   return a.quick ? std::vector<uint64_t>{16ull << 20} : std::vector<uint64_t>{100ull << 20, 1ull << 30};
 }
 }  // namespace

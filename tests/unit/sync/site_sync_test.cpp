@@ -394,6 +394,40 @@ TEST(SiteSync, TopKErrorFeedbackDeliversWhatItDelays) {
   EXPECT_GT(first / scale, 0.3) << "a single top-k 10% round is far off: the average is what converges";
 }
 
+// NetSenseML switches codecs per link between rounds; the trees stay. What top-k held back
+// in round 1 must still arrive: kept across the switch (same trees) and, once the links are
+// back at full precision, sent with round 2's values. Over both rounds every site's results
+// add up to the two true means. Fails if set_plan drops the residuals or f32 sends leave them.
+TEST(SiteSync, ACodecSwitchKeepsWhatTheCodecHeldBack) {
+  const int n = 3;
+  const uint64_t bytes = 3 * 20000;
+  topo::Plan topk = make_plan(n, bytes, 3);
+  topo::set_tree_codecs(topk, CodecId::kTopK);
+  Cluster c(n, bytes, 3, 1 * kMilli, 0.0, 4, false, &topk, true);
+  c.fill_round(1);
+  const auto m = c.mean();
+  ASSERT_TRUE(c.run_round(1, 10 * kSecond));
+  std::vector<std::vector<double>> sum(n);
+  double off_after_one = 0, scale = 0;
+  for (int i = 0; i < n; ++i) {
+    auto r = c.sites[i]->result();
+    sum[i].assign(r.begin(), r.end());
+  }
+  for (size_t k = 0; k < m.size(); ++k) {
+    off_after_one += std::abs(sum[0][k] - m[k]);
+    scale += std::abs(m[k]);
+  }
+  ASSERT_GT(off_after_one / scale, 0.3) << "top-k at 1% must hold most of round 1 back";
+  const topo::Plan plain = make_plan(n, bytes, 3);  // same trees, no codecs
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(c.sites[i]->set_plan(plain, 2));
+  ASSERT_TRUE(c.run_round(2, 10 * kSecond));
+  for (int i = 0; i < n; ++i) {
+    auto r = c.sites[i]->result();
+    for (size_t k = 0; k < m.size(); ++k)
+      ASSERT_NEAR(sum[i][k] + r[k], 2.0 * m[k], 1e-4 * (1 + std::abs(m[k]))) << "site " << i << " float " << k;
+  }
+}
+
 // The policy's plan names the codecs (compression.mode always / the coordinator's adaptive
 // choice): a site with wire_compression takes them, one without sends f32 and still ends
 // with the same result as everyone (it forwards the root's values decoded).

@@ -17,13 +17,9 @@ Plan sample_plan() {
 }
 
 bool same(const Plan& a, const Plan& b) {
-  if (a.num_sites != b.num_sites || a.model_bytes != b.model_bytes || a.shards.size() != b.shards.size() ||
-      a.splits.size() != b.splits.size() || a.codecs.size() != b.codecs.size() || a.receivers != b.receivers)
+  if (!same_trees(a, b) || a.splits.size() != b.splits.size() || a.codecs.size() != b.codecs.size() ||
+      a.receivers != b.receivers)
     return false;
-  for (size_t i = 0; i < a.shards.size(); ++i)
-    if (a.shards[i].root != b.shards[i].root || a.shards[i].byte_begin != b.shards[i].byte_begin ||
-        a.shards[i].byte_end != b.shards[i].byte_end || a.shards[i].parent != b.shards[i].parent)
-      return false;
   for (size_t i = 0; i < a.splits.size(); ++i) {
     const LinkSplit &x = a.splits[i], &y = b.splits[i];
     if (x.from != y.from || x.to != y.to || x.direct_weight != y.direct_weight || x.relays.size() != y.relays.size())
@@ -35,6 +31,25 @@ bool same(const Plan& a, const Plan& b) {
     if (a.codecs[i].from != b.codecs[i].from || a.codecs[i].to != b.codecs[i].to || a.codecs[i].codec != b.codecs[i].codec)
       return false;
   return true;
+}
+
+// A codec-only switch keeps the sites' transfer state (SiteSync::set_plan): only trees count.
+TEST(Plan, SameTreesIgnoresCodecsAndSplitsOnly) {
+  const Plan a = sample_plan();
+  Plan b = a;
+  b.codecs.clear();
+  b.splits.clear();
+  EXPECT_TRUE(same_trees(a, b));
+  b = a;
+  b.shards[0].parent[3] = 0;
+  EXPECT_FALSE(same_trees(a, b));
+  b = a;
+  b.shards[0].byte_end -= 4;
+  b.shards[1].byte_begin -= 4;
+  EXPECT_FALSE(same_trees(a, b));
+  b = a;
+  b.shards.pop_back();
+  EXPECT_FALSE(same_trees(a, b));
 }
 
 TEST(PlanCodec, RoundTripsAndSizeIsExact) {
