@@ -18,13 +18,12 @@ struct SiteSync::Out {
   int peer = -1;  // plan index
   bool started = false;
   bool dirty = false;
-  // Up sends with a codec: encoded chunks (fixed stride, the last may be shorter) and the
-  // error-feedback residual of this link's partial sums.
+  // Up sends with a codec: encoded chunks (fixed stride, the last may be shorter); the
+  // error-feedback residual is the site's (up_residual_).
   CodecId codec = CodecId::kF32;
   float topk_ratio = 0.01f;
   size_t stride = 0;
   std::vector<uint8_t> enc;
-  std::vector<float> residual;
   // Packing: each DATA carries `pack` consecutive accumulator chunks (compressed ones are
   // small); per packet, the chunks still to come and the holes among them.
   uint32_t pack = 1;
@@ -55,7 +54,6 @@ struct SiteSync::Shard {
   CodecId down_codec = CodecId::kF32;
   size_t down_stride = 0;
   std::vector<uint8_t> down_enc;
-  std::vector<float> down_residual;  // root only: error feedback of the encoded means
 };
 
 namespace {
@@ -161,8 +159,10 @@ void SiteSync::apply_codecs() {
     if (c.from == self_ && c.to < links_.size() && c.to != self_) links_[c.to] = {c.codec, cfg_.topk_ratio};
 }
 
-// Encode buffers and residuals exist only for links that compress (a 1 GB model would
-// otherwise carry several GB of idle residuals), sized once and kept.
+// Encode buffers and residuals exist only once a link compresses (a 1 GB model would
+// otherwise carry GBs of idle buffers), sized once and kept. The residuals span the whole
+// model, indexed like it, and outlive plans: what a codec held back under one plan's trees
+// goes up (or, at a root, into the mean) whenever this site next sends those floats.
 void SiteSync::size_buffers() {
   if (!have_plan_ || !cfg_.wire_compression) return;
   const size_t cf = cfg_.chunk_bytes / 4;
@@ -172,7 +172,7 @@ void SiteSync::size_buffers() {
     if (links_[o->peer].codec == CodecId::kF32) continue;
     const size_t need = sh.acc->chunk_count() * (4 * cf + compress::kTopKHeaderBytes);
     if (o->enc.size() < need) o->enc.resize(need);
-    if (o->residual.size() != sh.floats) o->residual.assign(sh.floats, 0.0f);
+    if (up_residual_.size() != result_.size()) up_residual_.assign(result_.size(), 0.0f);
   }
   for (auto& sh : shards_) {
     if (!sh.acc || sh.children.empty()) continue;
@@ -181,7 +181,7 @@ void SiteSync::size_buffers() {
     if (!any) continue;
     const size_t need = sh.acc->chunk_count() * 4 * cf;
     if (sh.down_enc.size() < need) sh.down_enc.resize(need);
-    if (sh.parent < 0 && sh.down_residual.size() != sh.floats) sh.down_residual.assign(sh.floats, 0.0f);
+    if (sh.parent < 0 && down_residual_.size() != result_.size()) down_residual_.assign(result_.size(), 0.0f);
   }
 }
 
@@ -193,10 +193,8 @@ bool SiteSync::set_plan(const topo::Plan& plan, uint32_t policy_version) {
     if (t.byte_begin % 4 || t.byte_end % 4 || t.bytes() == 0) return false;
 
   // Same trees, other codecs (NetSenseML's per-link switches): every sender keeps its rate
-  // controller mid-cycle and every link its error-feedback residual. Rebuilding them here
-  // threw away the residuals (the gradient mass the codec had held back) at each codec
-  // switch, and in the simulator's 8-site 1 GB rounds, with a codec switch a round, slowed
-  // the rounds 2.4x.
+  // controller mid-cycle. Rebuilding them at each codec switch slowed the simulator's 8-site
+  // 1 GB rounds, with a codec switch a round, by 2x.
   if (have_plan_ && topo::same_trees(plan_, plan)) {
     plan_ = plan;
     policy_ = policy_version;
@@ -387,7 +385,7 @@ bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos n
       for (int c : sh.children)
         if (strength(links_[c].codec) > strength(dc)) dc = links_[c].codec;
       if (dc == CodecId::kTopK) dc = CodecId::kInt8;
-      if (sh.down_residual.empty()) dc = CodecId::kF32;
+      if (down_residual_.empty()) dc = CodecId::kF32;
       start_down(static_cast<int>(s), dc, now);
     }
     if (sh.children.empty() && !local_streaming)
@@ -524,28 +522,30 @@ void SiteSync::up_chunk_ready(int s, uint32_t c) {
     Out& o = *outs_[sh.up_out];
     if (o.codec != CodecId::kF32 && o.started) {
       auto out = std::span<uint8_t>(o.enc).subspan(c * o.stride);
-      auto res = std::span<float>(o.residual).subspan(off, vals.size());
+      auto res = std::span<float>(up_residual_).subspan(sh.first + off, vals.size());
       if (encoder_.encode(o.codec, vals, out, res, o.topk_ratio).err == compress::CodecError::kOk)
         ++stats_.encoded_chunks;
-    } else if (!o.residual.empty()) {
-      flush_residual(vals, std::span<float>(o.residual).subspan(off, vals.size()));
+    } else if (o.codec == CodecId::kF32 && !up_residual_.empty()) {
+      flush_residual(vals, std::span<float>(up_residual_).subspan(sh.first + off, vals.size()));
     }
     release(sh.up_out, c);
   } else {
+    // Root of floats this site once sent up compressed: what its codec held back joins the sum.
+    if (!up_residual_.empty()) flush_residual(vals, std::span<float>(up_residual_).subspan(sh.first + off, vals.size()));
     auto out = result_range(s).subspan(off, vals.size());
     const float inv = 1.0f / static_cast<float>(sh.subtree);
     for (size_t i = 0; i < out.size(); ++i) out[i] = vals[i] * inv;
     if (sh.down_codec != CodecId::kF32) {
       // Encode once for the whole tree; our own result is what everyone else decodes.
       auto enc = std::span<uint8_t>(sh.down_enc).subspan(c * sh.down_stride);
-      auto res = std::span<float>(sh.down_residual).subspan(off, out.size());
+      auto res = std::span<float>(down_residual_).subspan(sh.first + off, out.size());
       auto r = encoder_.encode(sh.down_codec, out, enc, res);
       if (r.err == compress::CodecError::kOk) {
         compress::decode(sh.down_codec, enc.first(r.bytes), out);
         ++stats_.encoded_chunks;
       }
-    } else if (!sh.down_residual.empty()) {
-      flush_residual(out, std::span<float>(sh.down_residual).subspan(off, out.size()));
+    } else if (!down_residual_.empty()) {
+      flush_residual(out, std::span<float>(down_residual_).subspan(sh.first + off, out.size()));
     }
     down_chunk_ready(s, c);
   }

@@ -154,7 +154,9 @@ class SiteSync final : private ltp::ReceiverSink {
   // (sites, chunk size); false with nothing changed if it does not fit. Allocates. With
   // wire_compression, every link from this site takes the plan's codec (f32 where the plan
   // names none; set_link_codec overrides until the next plan); without, f32 everywhere
-  // (always decodable, so sites may differ in this setting).
+  // (always decodable, so sites may differ in this setting). A plan with the same trees
+  // (topo::same_trees: a codec switch) keeps the senders, their rate controllers and the
+  // receiver; the error-feedback residuals outlive every plan.
   bool set_plan(const topo::Plan& plan, uint32_t policy_version);
 
   // The codec for DATA this site sends to plan site `peer` from the next begin_round on
@@ -261,6 +263,9 @@ class SiteSync final : private ltp::ReceiverSink {
   std::vector<std::unique_ptr<ltp::LinkShare>> own_link_shares_;
   std::vector<std::unique_ptr<Out>> outs_;
   std::vector<float> result_;
+  // Error feedback, model-wide (see size_buffers): what this site's up codecs held back, and
+  // as a root what its down codec held back of the means. Empty until a link compresses.
+  std::vector<float> up_residual_, down_residual_;
   std::vector<Link> links_;        // per plan site: codec of DATA we send there
   std::vector<uint8_t> moved_on_;  // per plan site: seen running a later round (this round)
   compress::Encoder encoder_;

@@ -428,6 +428,49 @@ TEST(SiteSync, ACodecSwitchKeepsWhatTheCodecHeldBack) {
   }
 }
 
+// New trees move the roots: the residuals belong to the site, not to a tree's link. Round 1
+// is a star rooted at 0 whose leaves send top-k (their down links stay f32, so no root holds
+// a residual of the means); round 2 a star rooted at 1 at full precision. Site 1's held-back
+// mass joins its sum as the root, site 2's goes up to its new parent: both rounds add up.
+TEST(SiteSync, NewTreesStillDeliverWhatTheOldTreesCodecsHeldBack) {
+  const int n = 3;
+  const uint64_t bytes = 40000;
+  auto star = [&](topo::SiteId root) {
+    topo::Plan p;
+    p.num_sites = n;
+    p.model_bytes = bytes;
+    topo::ShardTree t;
+    t.root = root;
+    t.byte_end = bytes;
+    t.parent.assign(n, root);
+    t.parent[root] = topo::kNoSite;
+    p.shards.push_back(t);
+    return p;
+  };
+  topo::Plan a = star(0);
+  a.codecs = {{1, 0, CodecId::kTopK}, {2, 0, CodecId::kTopK}};
+  Cluster c(n, bytes, 1, 1 * kMilli, 0.0, 6, false, &a, true);
+  c.fill_round(1);
+  const auto m = c.mean();
+  ASSERT_TRUE(c.run_round(1, 10 * kSecond));
+  auto r1 = c.sites[0]->result();
+  std::vector<double> sum(r1.begin(), r1.end());
+  double off = 0, scale = 0;
+  for (size_t k = 0; k < m.size(); ++k) {
+    off += std::abs(sum[k] - m[k]);
+    scale += std::abs(m[k]);
+  }
+  ASSERT_GT(off / scale, 0.3) << "top-k at 1% must hold most of round 1 back";
+  const topo::Plan b = star(1);
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(c.sites[i]->set_plan(b, 2));
+  ASSERT_TRUE(c.run_round(2, 10 * kSecond));
+  for (int i = 0; i < n; ++i) {
+    auto r = c.sites[i]->result();
+    for (size_t k = 0; k < m.size(); ++k)
+      ASSERT_NEAR(sum[k] + r[k], 2.0 * m[k], 1e-4 * (1 + std::abs(m[k]))) << "site " << i << " float " << k;
+  }
+}
+
 // The policy's plan names the codecs (compression.mode always / the coordinator's adaptive
 // choice): a site with wire_compression takes them, one without sends f32 and still ends
 // with the same result as everyone (it forwards the root's values decoded).
