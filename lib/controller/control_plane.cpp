@@ -41,7 +41,8 @@ ControlPlaneConfig control_plane_config(const config::GatewayConfig& cfg) {
 ControlPlane::ControlPlane(ControlPlaneConfig cfg, const topo::Plan& initial)
     : cfg_(std::move(cfg)), n_(cfg_.controller.sites), self_(cfg_.controller.self), ctl_(cfg_.controller),
       est_(with_sites(cfg_.estimator, cfg_.controller.sites)), prober_(n_, self_, cfg_.probe), probe_rx_(n_),
-      reassembly_(static_cast<size_t>(n_)), peer_restarts_(static_cast<size_t>(n_), 0), current_(initial) {
+      reassembly_(static_cast<size_t>(n_)), policy_out_(static_cast<size_t>(n_)), policy_out_off_(static_cast<size_t>(n_), 0),
+      peer_restarts_(static_cast<size_t>(n_), 0), current_(initial) {
   policy::GatewayConfig pc;
   pc.self = static_cast<uint16_t>(self_);
   pc.coordinator = static_cast<uint16_t>(cfg_.controller.coordinator);
@@ -102,14 +103,19 @@ void ControlPlane::on_control(int from, std::span<const uint8_t> msg, Nanos now)
   }
   ++stats_.control_in;
   if (c->f.channel == kPolicyChannel) {
+    // The peer restarted and the channel started over: fragments of its previous run will
+    // never be completed, nor will the peer see the first fragments of what we were sending.
+    auto restarted = [&] {
+      if (policy_ch_[from]->stats().peer_restarts == peer_restarts_[from]) return;
+      peer_restarts_[from] = policy_ch_[from]->stats().peer_restarts;
+      reassembly_[from].clear();
+      policy_out_[from].clear();
+    };
     policy_ch_[from]->on_packet(msg, now, [&](std::span<const uint8_t> p) {
-      // The peer restarted: fragments of its previous run will never be completed.
-      if (policy_ch_[from]->stats().peer_restarts != peer_restarts_[from]) {
-        peer_restarts_[from] = policy_ch_[from]->stats().peer_restarts;
-        reassembly_[from].clear();
-      }
+      restarted();
       on_policy_bytes(from, p, now);
     });
+    restarted();
   } else if (c->f.channel == kMeasureChannel) {
     measure_ch_[from]->on_packet(msg, now, [&](std::span<const uint8_t> p) {
       auto row = wire::parse_measure_row(p, static_cast<uint16_t>(n_));
@@ -140,16 +146,32 @@ void ControlPlane::on_policy_bytes(int from, std::span<const uint8_t> part, Nano
 }
 
 void ControlPlane::send_policy(int to, const std::vector<uint8_t>& bytes, Nanos now) {
-  // The protocol retries a message that did not get through, so a full window only delays.
-  std::vector<uint8_t> part;
-  for (size_t off = 0; off < bytes.size() || off == 0; off += kFragmentPart) {
-    const size_t len = std::min(kFragmentPart, bytes.size() - off);
-    part.assign(1, off + len < bytes.size() ? kMoreFragments : 0);
-    part.insert(part.end(), bytes.begin() + static_cast<std::ptrdiff_t>(off),
-                bytes.begin() + static_cast<std::ptrdiff_t>(off + len));
-    if (!policy_ch_[to]->send(part, now)) return;
-    if (off + len >= bytes.size()) break;
+  // A message goes out whole or not at all: its fragments enter the channel as its window
+  // opens (flush_policy). One dropped midway would leave the receiver a head that the next
+  // message's fragments complete into garbage. While one is still going out, newer ones
+  // are dropped: the protocol retries whatever is not answered.
+  if (bytes.empty()) return;
+  if (!policy_out_[to].empty()) {
+    ++stats_.policy_deferred;
+    return;
   }
+  policy_out_[to] = bytes;
+  policy_out_off_[to] = 0;
+  flush_policy(to, now);
+}
+
+void ControlPlane::flush_policy(int to, Nanos now) {
+  std::vector<uint8_t>& out = policy_out_[to];
+  size_t& off = policy_out_off_[to];
+  while (off < out.size()) {
+    const size_t len = std::min(kFragmentPart, out.size() - off);
+    policy_part_.assign(1, off + len < out.size() ? kMoreFragments : 0);
+    policy_part_.insert(policy_part_.end(), out.begin() + static_cast<std::ptrdiff_t>(off),
+                        out.begin() + static_cast<std::ptrdiff_t>(off + len));
+    if (!policy_ch_[to]->send(policy_part_, now)) return;  // the rest when the window opens
+    off += len;
+  }
+  out.clear();
 }
 
 void ControlPlane::on_probe(int from, std::span<const uint8_t> msg, Nanos now) {
@@ -285,6 +307,8 @@ Nanos ControlPlane::tick(Nanos now, uint32_t completed, std::span<const uint64_t
     policy::encode(m, bytes);
     send_policy(m.to, bytes, now);
   }
+  for (int i = 0; i < n_; ++i)
+    if (i != self_) flush_policy(i, now);
   if (cfg_.probes) send_probes(now, sent_to, tx);
   Nanos next = now + cfg_.retry_interval;
   for (auto* chans : {&policy_ch_, &measure_ch_})

@@ -58,6 +58,7 @@ struct ControlPlaneStats {
   uint64_t proposals = 0, switches = 0;
   uint64_t rows_sent = 0, rows_received = 0, rows_bad = 0;
   uint64_t control_in = 0, control_bad = 0;
+  uint64_t policy_deferred = 0;  // policy messages dropped while an earlier one was still going out
   uint64_t probe_trains_sent = 0, probe_packets_in = 0, probe_results = 0, probes_bad = 0;
 };
 
@@ -105,6 +106,7 @@ class ControlPlane {
   uint32_t first_round() const { return clamp_round(gw_->first_round()); }
   const topo::Plan& current_plan() const { return current_; }  // of the last approved round
   const ControlPlaneStats& stats() const { return stats_; }
+  uint64_t policy_bad() const { return gw_->bad_messages(); }  // policy messages that did not decode
   const ProbeScheduler& prober() const { return prober_; }
   const ProbeReceiver& probe_receiver() const { return probe_rx_; }
 
@@ -113,6 +115,7 @@ class ControlPlane {
   void on_probe(int from, std::span<const uint8_t> msg, Nanos now);
   void on_policy_bytes(int from, std::span<const uint8_t> part, Nanos now);
   void send_policy(int to, const std::vector<uint8_t>& bytes, Nanos now);
+  void flush_policy(int to, Nanos now);
   void send_row(Nanos now, uint32_t completed);
   void send_probes(Nanos now, std::span<const uint64_t> sent_to, ltp::PacketSink& tx);
   int index_of(uint16_t node) const;
@@ -132,6 +135,9 @@ class ControlPlane {
   std::unique_ptr<policy::Gateway> gw_;
   std::vector<std::unique_ptr<ltp::ControlChannel>> policy_ch_, measure_ch_;
   std::vector<std::vector<uint8_t>> reassembly_;  // per peer: policy message fragments so far
+  std::vector<std::vector<uint8_t>> policy_out_;  // per peer: the policy message going out (empty: none)
+  std::vector<size_t> policy_out_off_;            // ... its bytes already in the channel
+  std::vector<uint8_t> policy_part_;              // one fragment being built
   std::vector<uint64_t> peer_restarts_;           // per peer: restarts its policy channel saw
   topo::Plan current_;
   uint64_t current_version_ = 0;

@@ -23,8 +23,14 @@ class Wan::Port final : public ltp::PacketSink {
   int site_;
 };
 
+// Every slot also holds the largest CONTROL message (a full policy fragment): a simulation of
+// small chunks (a large model scaled down) must still carry the control plane's traffic.
+constexpr uint32_t kMaxControlMsg = sizeof(wire::ControlHeader) + wire::kControlMaxPayload;
+
 Wan::Wan(const WanSpec& spec, uint32_t max_msg_bytes, uint32_t payload_scale)
-    : n_(spec.n()), slot_bytes_((max_msg_bytes + 63) / 64 * 64), scale_(std::max<uint32_t>(1, payload_scale)) {
+    : n_(spec.n()),
+      slot_bytes_((std::max(max_msg_bytes, kMaxControlMsg) + 63) / 64 * 64),
+      scale_(std::max<uint32_t>(1, payload_scale)) {
   links_.resize(static_cast<size_t>(n_) * n_);
   for (int i = 0; i < n_; ++i)
     for (int j = 0; j < n_; ++j)
@@ -156,8 +162,12 @@ void Wan::send_from(int site, const ltp::TxMeta& m, std::span<const uint8_t> hea
   ++stats_.packets_sent;
   const int dst = node_to_site_[m.peer_node];
   const size_t len = head.size() + payload.size();
-  if (dst < 0 || dst == site || len > slot_bytes_) {
+  if (dst < 0 || dst == site) {
     ++stats_.no_route;
+    return;
+  }
+  if (len > slot_bytes_) {
+    ++stats_.oversize;
     return;
   }
   const uint32_t id = alloc_packet();

@@ -69,12 +69,14 @@ struct WanStats {
   uint64_t dropped_queue = 0;  // links and caps
   uint64_t lost = 0;
   uint64_t no_route = 0;       // no link, or no endpoint at the destination
+  uint64_t oversize = 0;       // larger than the largest message the Wan was built for
   uint64_t peak_packets = 0;   // packets in flight at once
 };
 
 class Wan {
  public:
-  // max_msg_bytes: the largest LTP message an endpoint sends (head + payload + trailer).
+  // max_msg_bytes: the largest LTP DATA message an endpoint sends (head + payload + trailer);
+  // CONTROL messages of any size the wire allows are carried too.
   Wan(const WanSpec& spec, uint32_t max_msg_bytes, uint32_t payload_scale = 1);
   ~Wan();
 

@@ -10,8 +10,11 @@
 //
 //   round_anatomy SCENARIO.yaml [--model-mb 1024] [--plan fapt|fapt+mp|star|blind|tree]
 //                 [--reliable] [--by-last] [--rounds 2] [--bins 20] [--top 6] [--chunk BYTES] [--share-links]
+//                 [--gap-ms MS]
 // --chunk sets the real bytes per chunk (1344: the gateway's DATA chunk, so that one simulated
 // loss hits one packet as on a real WAN; by default the setup's large simulation chunk).
+// --share-links gives the transfers to a peer one congestion state (transport.link_share: on);
+// --gap-ms idles the links that long between rounds, as workers computing would.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -38,12 +41,13 @@ struct Args {
   bool by_last = false;  // sort links by their last arrival (the round's tail) instead of model work
   int rounds = 2, bins = 20, top = 6;
   uint32_t chunk = 0;  // 0: the setup's own
+  double gap_ms = 0;  // idle time between rounds (the workers' compute)
   bool share_links = false;  // one congestion state per peer link (transport.link_share: on); else the default
 };
 
 [[noreturn]] void usage() {
   std::fprintf(stderr, "usage: round_anatomy SCENARIO.yaml [--model-mb N] [--plan fapt|fapt+mp|star|blind|tree] "
-                       "[--reliable] [--by-last] [--rounds N] [--bins N] [--top N] [--chunk BYTES] [--share-links]\n");
+                       "[--reliable] [--by-last] [--rounds N] [--bins N] [--top N] [--chunk BYTES] [--share-links] [--gap-ms MS]\n");
   std::exit(2);
 }
 
@@ -63,6 +67,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--bins") a.bins = std::stoi(next());
     else if (s == "--top") a.top = std::stoi(next());
     else if (s == "--share-links") a.share_links = true;
+    else if (s == "--gap-ms") a.gap_ms = std::stod(next());
     else if (s == "--chunk") a.chunk = static_cast<uint32_t>(std::stoul(next()));
     else if (!s.empty() && s[0] != '-' && a.file.empty()) a.file = s;
     else usage();
@@ -182,6 +187,11 @@ int main(int argc, char** argv) {
       for (int i = 0; i < n; ++i)
         for (int j = 0; j < n; ++j)
           if (i != j) before[static_cast<size_t>(i) * n + j] = wan.link(i, j).stats();
+    if (k > 1 && a.gap_ms > 0) {  // the links idle while the workers compute
+      const Nanos until = wan.now() + static_cast<Nanos>(a.gap_ms * 1e6);
+      for (int i = 0; i < n; ++i) wan.wake(i, wan.now());
+      wan.run([](int) { return false; }, until);
+    }
     rr = c.run_round(static_cast<uint32_t>(k), {s.local}, 4 * 3600 * kSecond);
     if (!rr.ok) {
       std::printf("round %d did not finish\n", k);

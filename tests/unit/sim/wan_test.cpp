@@ -9,6 +9,7 @@
 #include "sim/scenario.h"
 #include "topology/baselines.h"
 #include "topology/fapt.h"
+#include "wire/ltp_header.h"
 
 namespace sg::sim {
 namespace {
@@ -333,6 +334,35 @@ TEST(Wan, CodecFactorShrinksOnlyThatLinksData) {
   EXPECT_LT(static_cast<double>(down4), 0.4 * static_cast<double>(down1));
   EXPECT_LT(t4, 0.5 * t1);
   EXPECT_LT(t4, tu);
+}
+
+// A scaled-down simulation (small chunks: a large model with few of its floats real) must
+// still carry the control plane's largest message. A full policy fragment was once dropped
+// as too large there, and a 64-site job's first policy switch never began.
+TEST(Wan, CarriesAFullControlMessageWhateverTheChunkSize) {
+  struct Ep final : Endpoint {
+    std::vector<size_t> out;  // sizes to send, once
+    std::vector<size_t> got;
+    void on_packet(std::span<const uint8_t> msg, Nanos, ltp::PacketSink&) override { got.push_back(msg.size()); }
+    Nanos poll(Nanos, ltp::PacketSink& tx) override {
+      for (size_t n : out) {
+        std::vector<uint8_t> m(n, 0);
+        tx.send({2, 0, n > 1500 ? wire::MsgType::kData : wire::MsgType::kControl}, m, {});
+      }
+      out.clear();
+      return ltp::kNever;
+    }
+  } a, b;
+  const size_t control = sizeof(wire::ControlHeader) + wire::kControlMaxPayload;
+  a.out = {control, 4000};  // the second is larger than anything this Wan was built for
+  Wan wan(mesh(2, 1e8, 1 * kMilli, 0.0, 3), /*max_msg_bytes=*/600);
+  wan.attach(0, 1, &a);
+  wan.attach(1, 2, &b);
+  wan.wake(0, 0);
+  wan.run([](int) { return false; }, 1 * kSecond);
+  ASSERT_EQ(b.got.size(), 1u);
+  EXPECT_EQ(b.got[0], control);
+  EXPECT_EQ(wan.stats().oversize, 1u) << "an oversized message is counted, not delivered";
 }
 
 }  // namespace

@@ -394,38 +394,45 @@ TEST(SiteSync, TopKErrorFeedbackDeliversWhatItDelays) {
   EXPECT_GT(first / scale, 0.3) << "a single top-k 10% round is far off: the average is what converges";
 }
 
+// Runs round 1 under the cluster's plan, whose codecs must hold most of it back, installs
+// `next` for round 2 and checks that each site's two results add up to the two true means:
+// nothing a codec held back is lost on the way.
+void expect_held_back_mass_delivered(Cluster& c, const topo::Plan& next) {
+  const size_t n = c.sites.size();
+  c.fill_round(1);
+  const auto m = c.mean();
+  ASSERT_TRUE(c.run_round(1, 10 * kSecond));
+  std::vector<std::vector<double>> sum(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto r = c.sites[i]->result();
+    sum[i].assign(r.begin(), r.end());
+  }
+  double off = 0, scale = 0;
+  for (size_t k = 0; k < m.size(); ++k) {
+    off += std::abs(sum[0][k] - m[k]);
+    scale += std::abs(m[k]);
+  }
+  ASSERT_GT(off / scale, 0.3) << "top-k at 1% must hold most of round 1 back";
+  for (size_t i = 0; i < n; ++i) ASSERT_TRUE(c.sites[i]->set_plan(next, 2));
+  ASSERT_TRUE(c.run_round(2, 10 * kSecond));
+  for (size_t i = 0; i < n; ++i) {
+    auto r = c.sites[i]->result();
+    for (size_t k = 0; k < m.size(); ++k)
+      ASSERT_NEAR(sum[i][k] + r[k], 2.0 * m[k], 1e-4 * (1 + std::abs(m[k]))) << "site " << i << " float " << k;
+  }
+}
+
 // NetSenseML switches codecs per link between rounds; the trees stay. What top-k held back
 // in round 1 must still arrive: kept across the switch (same trees) and, once the links are
-// back at full precision, sent with round 2's values. Over both rounds every site's results
-// add up to the two true means. Fails if set_plan drops the residuals or f32 sends leave them.
+// back at full precision, sent with round 2's values. Fails if set_plan drops the residuals
+// or f32 sends leave them.
 TEST(SiteSync, ACodecSwitchKeepsWhatTheCodecHeldBack) {
   const int n = 3;
   const uint64_t bytes = 3 * 20000;
   topo::Plan topk = make_plan(n, bytes, 3);
   topo::set_tree_codecs(topk, CodecId::kTopK);
   Cluster c(n, bytes, 3, 1 * kMilli, 0.0, 4, false, &topk, true);
-  c.fill_round(1);
-  const auto m = c.mean();
-  ASSERT_TRUE(c.run_round(1, 10 * kSecond));
-  std::vector<std::vector<double>> sum(n);
-  double off_after_one = 0, scale = 0;
-  for (int i = 0; i < n; ++i) {
-    auto r = c.sites[i]->result();
-    sum[i].assign(r.begin(), r.end());
-  }
-  for (size_t k = 0; k < m.size(); ++k) {
-    off_after_one += std::abs(sum[0][k] - m[k]);
-    scale += std::abs(m[k]);
-  }
-  ASSERT_GT(off_after_one / scale, 0.3) << "top-k at 1% must hold most of round 1 back";
-  const topo::Plan plain = make_plan(n, bytes, 3);  // same trees, no codecs
-  for (int i = 0; i < n; ++i) ASSERT_TRUE(c.sites[i]->set_plan(plain, 2));
-  ASSERT_TRUE(c.run_round(2, 10 * kSecond));
-  for (int i = 0; i < n; ++i) {
-    auto r = c.sites[i]->result();
-    for (size_t k = 0; k < m.size(); ++k)
-      ASSERT_NEAR(sum[i][k] + r[k], 2.0 * m[k], 1e-4 * (1 + std::abs(m[k]))) << "site " << i << " float " << k;
-  }
+  expect_held_back_mass_delivered(c, make_plan(n, bytes, 3));  // same trees, no codecs
 }
 
 // New trees move the roots: the residuals belong to the site, not to a tree's link. Round 1
@@ -450,25 +457,7 @@ TEST(SiteSync, NewTreesStillDeliverWhatTheOldTreesCodecsHeldBack) {
   topo::Plan a = star(0);
   a.codecs = {{1, 0, CodecId::kTopK}, {2, 0, CodecId::kTopK}};
   Cluster c(n, bytes, 1, 1 * kMilli, 0.0, 6, false, &a, true);
-  c.fill_round(1);
-  const auto m = c.mean();
-  ASSERT_TRUE(c.run_round(1, 10 * kSecond));
-  auto r1 = c.sites[0]->result();
-  std::vector<double> sum(r1.begin(), r1.end());
-  double off = 0, scale = 0;
-  for (size_t k = 0; k < m.size(); ++k) {
-    off += std::abs(sum[k] - m[k]);
-    scale += std::abs(m[k]);
-  }
-  ASSERT_GT(off / scale, 0.3) << "top-k at 1% must hold most of round 1 back";
-  const topo::Plan b = star(1);
-  for (int i = 0; i < n; ++i) ASSERT_TRUE(c.sites[i]->set_plan(b, 2));
-  ASSERT_TRUE(c.run_round(2, 10 * kSecond));
-  for (int i = 0; i < n; ++i) {
-    auto r = c.sites[i]->result();
-    for (size_t k = 0; k < m.size(); ++k)
-      ASSERT_NEAR(sum[k] + r[k], 2.0 * m[k], 1e-4 * (1 + std::abs(m[k]))) << "site " << i << " float " << k;
-  }
+  expect_held_back_mass_delivered(c, star(1));
 }
 
 // The policy's plan names the codecs (compression.mode always / the coordinator's adaptive
