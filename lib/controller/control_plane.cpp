@@ -145,19 +145,18 @@ void ControlPlane::on_policy_bytes(int from, std::span<const uint8_t> part, Nano
   buf.clear();
 }
 
-void ControlPlane::send_policy(int to, const std::vector<uint8_t>& bytes, Nanos now) {
+void ControlPlane::send_policy(const policy::Message& m, Nanos now) {
   // A message goes out whole or not at all: its fragments enter the channel as its window
   // opens (flush_policy). One dropped midway would leave the receiver a head that the next
   // message's fragments complete into garbage. While one is still going out, newer ones
   // are dropped: the protocol retries whatever is not answered.
-  if (bytes.empty()) return;
-  if (!policy_out_[to].empty()) {
+  if (!policy_out_[m.to].empty()) {
     ++stats_.policy_deferred;
     return;
   }
-  policy_out_[to] = bytes;
-  policy_out_off_[to] = 0;
-  flush_policy(to, now);
+  policy::encode(m, policy_out_[m.to]);
+  policy_out_off_[m.to] = 0;
+  flush_policy(m.to, now);
 }
 
 void ControlPlane::flush_policy(int to, Nanos now) {
@@ -300,13 +299,8 @@ Nanos ControlPlane::tick(Nanos now, uint32_t completed, std::span<const uint64_t
     }
   }
   gw_->tick(now);
-  std::vector<uint8_t> bytes;
-  for (const auto& m : gw_->take_outbox()) {
-    if (m.to >= n_ || m.to == self_) continue;
-    bytes.clear();
-    policy::encode(m, bytes);
-    send_policy(m.to, bytes, now);
-  }
+  for (const auto& m : gw_->take_outbox())
+    if (m.to < n_ && m.to != self_) send_policy(m, now);
   for (int i = 0; i < n_; ++i)
     if (i != self_) flush_policy(i, now);
   if (cfg_.probes) send_probes(now, sent_to, tx);

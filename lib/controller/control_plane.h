@@ -114,7 +114,7 @@ class ControlPlane {
   void on_control(int from, std::span<const uint8_t> msg, Nanos now);
   void on_probe(int from, std::span<const uint8_t> msg, Nanos now);
   void on_policy_bytes(int from, std::span<const uint8_t> part, Nanos now);
-  void send_policy(int to, const std::vector<uint8_t>& bytes, Nanos now);
+  void send_policy(const policy::Message& m, Nanos now);
   void flush_policy(int to, Nanos now);
   void send_row(Nanos now, uint32_t completed);
   void send_probes(Nanos now, std::span<const uint64_t> sent_to, ltp::PacketSink& tx);

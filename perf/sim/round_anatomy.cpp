@@ -182,16 +182,16 @@ int main(int argc, char** argv) {
   std::vector<sim::LinkStats> before(static_cast<size_t>(n) * n);
   sim::RoundResult rr;
   for (int k = 1; k <= a.rounds; ++k) {
+    if (k > 1 && a.gap_ms > 0) {  // the links idle while the workers compute (not recorded)
+      const Nanos until = wan.now() + static_cast<Nanos>(a.gap_ms * 1e6);
+      for (int i = 0; i < n; ++i) wan.wake(i, wan.now());
+      wan.run([](int) { return false; }, until);
+    }
     record = k == a.rounds;
     if (record)
       for (int i = 0; i < n; ++i)
         for (int j = 0; j < n; ++j)
           if (i != j) before[static_cast<size_t>(i) * n + j] = wan.link(i, j).stats();
-    if (k > 1 && a.gap_ms > 0) {  // the links idle while the workers compute
-      const Nanos until = wan.now() + static_cast<Nanos>(a.gap_ms * 1e6);
-      for (int i = 0; i < n; ++i) wan.wake(i, wan.now());
-      wan.run([](int) { return false; }, until);
-    }
     rr = c.run_round(static_cast<uint32_t>(k), {s.local}, 4 * 3600 * kSecond);
     if (!rr.ok) {
       std::printf("round %d did not finish\n", k);
