@@ -49,7 +49,8 @@ bool Sender::start(const TransferSpec& spec, Nanos now) {
   delivered_time_ = now;
   first_tx_ = now;
   largest_acked_seq_ = 0;
-  rack_xmit_ = 0;
+  rack_xmit_ = rack_rtt_ = 0;
+  reo_timer_at_ = kNever;
   // The previous transfer's RTT to this peer only seeds the first retransmission timeout
   // (Linux caches it per destination the same way): starting from initial_rto made the first
   // loss of every round wait a full second. The estimate itself restarts, so loss detection
@@ -290,7 +291,11 @@ void Sender::on_ack(const wire::AckMsg& m, Nanos now) {
   if (newly > 0) {
     const Chunk& n = chunks_[newest];
     if (n.tx_seq > largest_acked_seq_) largest_acked_seq_ = n.tx_seq;
-    rack_xmit_ = std::max(rack_xmit_, n.sent);
+    if (n.sent >= rack_xmit_) {
+      rack_xmit_ = n.sent;
+      // An ACK of an earlier copy of a resent chunk says nothing of this copy's round trip.
+      if (!n.retransmitted || m.f.echo_ts >= static_cast<uint64_t>(n.sent)) rack_rtt_ = now - n.sent;
+    }
     ev.prior_delivered = n.delivered_at_send;
     ev.newest_acked_send = n.sent;
     ev.app_limited = n.app_limited;
@@ -338,6 +343,7 @@ void Sender::detect_losses(Nanos now) {
   // retransmission seen, never beyond one srtt.
   const double frac = std::min(1.0, ld_.reorder_window * (1 + reorder_steps_));
   const Nanos reo = static_cast<Nanos>(frac * static_cast<double>(srtt_));
+  reo_timer_at_ = kNever;
   while (fifo_len_ > 0) {
     const Flight e = fifo_[fifo_head_];
     const Chunk& c = chunks_[e.chunk];
@@ -347,8 +353,16 @@ void Sender::detect_losses(Nanos now) {
       continue;
     }
     const bool by_count = !reordering_seen_ && e.tx_seq + ld_.dup_threshold <= largest_acked_seq_;
-    const bool by_time = e.tx_seq < largest_acked_seq_ && c.sent + reo < rack_xmit_;
-    if (!by_count && !by_time) break;
+    const bool older = e.tx_seq < largest_acked_seq_;
+    // At an ACK, a chunk sent reo before the newest delivered one is lost; later, by the reorder
+    // timer, one whose round trip has run reo past the newest's (RFC 8985, 6.2). Without the
+    // timer the last chunks of a transfer, with no later ACK to judge them, waited for the
+    // tail-loss probe: two smoothed RTTs after the last send, plus a round trip.
+    const bool by_time = older && (c.sent + reo < rack_xmit_ || (ld_.reorder_timer && c.sent + rack_rtt_ + reo <= now));
+    if (!by_count && !by_time) {
+      if (older && ld_.reorder_timer) reo_timer_at_ = c.sent + rack_rtt_ + reo;
+      break;
+    }
     fifo_head_ = (fifo_head_ + 1) % fifo_.size();
     --fifo_len_;
     mark_lost(e.chunk, now, false);
@@ -379,7 +393,9 @@ Nanos Sender::poll(Nanos now, PacketSink& tx) {
     ++backoff_;
     probe_sent_ = false;
     rto_deadline_ = kNever;
+    reo_timer_at_ = kNever;
   }
+  if (now >= reo_timer_at_) detect_losses(now);
   // Tail-loss probe: silence for ~2 RTTs with data in flight: resend the newest chunk so a
   // SACK (not the RTO) reveals a lost tail.
   Nanos pto_at = kNever;
@@ -443,7 +459,8 @@ Nanos Sender::poll(Nanos now, PacketSink& tx) {
     }
     if (n + 1 == cfg_.max_burst) want = now;
   }
-  Nanos next = std::min({want, inflight_ > 0 ? rto_deadline_ : kNever, pto_at, last_progress_ + cfg_.give_up_after});
+  Nanos next = std::min({want, inflight_ > 0 ? rto_deadline_ : kNever, pto_at, reo_timer_at_,
+                         last_progress_ + cfg_.give_up_after});
   return next;
 }
 

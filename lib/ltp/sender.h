@@ -1,6 +1,7 @@
 // LTP sender: a pure state machine for one transfer at a time (one shard of one round to
 // one peer). It sends chunks out of the caller's message buffer, spread over weighted paths
-// and paced by a RateController; it detects loss from SACKs (packet and time thresholds),
+// and paced by a RateController; it detects loss from SACKs (packet and time thresholds, and
+// RACK's reorder timer for the chunks no later ACK can judge),
 // retransmission timeouts and tail-loss probes, and retransmits until the receiver CLOSEs the
 // transfer, every chunk is acknowledged, or nothing has progressed for give_up_after.
 //
@@ -184,6 +185,10 @@ class Sender {
   uint64_t app_limited_until_ = 0;
   uint64_t largest_acked_seq_ = 0;
   Nanos rack_xmit_ = 0;  // send time of the most recently sent chunk known delivered
+  Nanos rack_rtt_ = 0;   // that chunk's round trip (RFC 8985's RACK.rtt)
+  // RACK's reorder timer: a chunk sent before rack_xmit_ but inside the reorder window is lost
+  // once it is a window later than its newer neighbour's round trip (kNever: none waiting).
+  Nanos reo_timer_at_ = kNever;
   Nanos srtt_ = 0, rttvar_ = 0, min_rtt_ = 0;
   Nanos rto_hint_ = 0;  // from the previous transfer to this peer
   uint32_t backoff_ = 0;

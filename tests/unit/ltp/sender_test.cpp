@@ -194,6 +194,36 @@ TEST_F(SenderTest, SackGapIsRetransmittedWithFlag) {
   EXPECT_EQ(aimd_.reductions(), 1u);
 }
 
+TEST_F(SenderTest, ReorderTimerDeclaresALateTailLostBeforeTheProbe) {
+  // Chunk 8 leaves 1 ms before chunk 9, the last one; 9 is acknowledged 10 ms after it left and
+  // 8 is not. One later chunk is below the packet threshold and 1 ms is inside the reorder
+  // window (a quarter of the 10 ms srtt), so the ACK cannot judge 8. RACK's timer can: once
+  // 8's round trip has run 10 + 2.5 ms, it is lost, well before the tail-loss probe (2 srtt
+  // after the last send) would have asked.
+  start(10, {}, true);
+  const Nanos t0 = now_;
+  for (uint32_t i = 0; i < 9; ++i) tx_->release(i, t0);
+  tx_->poll(t0, cap_);
+  tx_->release(9, t0 + kMilli);
+  tx_->poll(t0 + kMilli, cap_);
+  ASSERT_EQ(sent_data().size(), 10u);
+  now_ = t0 + 11 * kMilli;
+  tx_->on_packet(ack(8, {9}, static_cast<uint64_t>(t0 + kMilli)), now_);
+  EXPECT_EQ(tx_->stats().losses, 0u) << "inside the reorder window at the ACK";
+  cap_.pkts.clear();
+  const Nanos next = tx_->poll(now_, cap_);
+  EXPECT_TRUE(cap_.pkts.empty());
+  EXPECT_EQ(next, t0 + 12 * kMilli + 500 * kMicro) << "the reorder timer, not the probe at t0 + 21 ms";
+  EXPECT_TRUE(tx_->poll(next - 1, cap_) > next - 1 && cap_.pkts.empty());
+  tx_->poll(next, cap_);
+  auto d = sent_data();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].f.chunk_index, 8u);
+  EXPECT_TRUE(d[0].f.flags & wire::kFlagRetransmit);
+  EXPECT_EQ(tx_->stats().losses, 1u);
+  EXPECT_EQ(tx_->stats().probes, 0u);
+}
+
 TEST_F(SenderTest, DuplicateLateAndForeignAcksAreHarmless) {
   start(20);
   tx_->poll(now_, cap_);
