@@ -40,7 +40,6 @@ struct LossDetection {
   Nanos initial_rto = 1 * kSecond;
   Nanos max_rto = 60 * kSecond;
   bool tail_loss_probe = true;     // probe after ~2 srtt of silence (Linux TLP)
-  bool reorder_timer = true;       // RACK's timer for chunks inside the reorder window (Linux)
 };
 
 // LTP's own loss detection (its delivery-rate and LAN-window controllers): tolerant of

@@ -358,9 +358,9 @@ void Sender::detect_losses(Nanos now) {
     // timer, one whose round trip has run reo past the newest's (RFC 8985, 6.2). Without the
     // timer the last chunks of a transfer, with no later ACK to judge them, waited for the
     // tail-loss probe: two smoothed RTTs after the last send, plus a round trip.
-    const bool by_time = older && (c.sent + reo < rack_xmit_ || (ld_.reorder_timer && c.sent + rack_rtt_ + reo <= now));
+    const bool by_time = older && (c.sent + reo < rack_xmit_ || c.sent + rack_rtt_ + reo <= now);
     if (!by_count && !by_time) {
-      if (older && ld_.reorder_timer) reo_timer_at_ = c.sent + rack_rtt_ + reo;
+      if (older) reo_timer_at_ = c.sent + rack_rtt_ + reo;
       break;
     }
     fifo_head_ = (fifo_head_ + 1) % fifo_.size();
