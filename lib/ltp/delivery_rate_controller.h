@@ -117,6 +117,12 @@ class DeliveryRateController final : public RateController {
   uint64_t inflight_ = 0;
   uint64_t round_lost_ = 0, round_acked_ = 0, round_lost_pkts_ = 0, round_acked_pkts_ = 0;
   uint64_t overloads_ = 0;
+  // The overload episode in progress (round trips trimmed in a row), kept so that it can be
+  // undone when its losses prove false: the ceiling before its first trim, and its bytes.
+  bool episode_ = false;
+  double undo_ceiling_ = 0;
+  uint64_t episode_lost_ = 0, episode_acked_ = 0, episode_spurious_ = 0;
+  uint64_t undos_ = 0;
   uint32_t overloaded_rounds_ = 0;  // in a row, up to the last round trip
   double round_start_bw_ = 0;       // btlbw when the last round trip began
   bool app_limited_round_ = false;  // the sample opening this round was app-limited: no startup exit
@@ -138,9 +144,11 @@ class DeliveryRateController final : public RateController {
 
   void resume_check(const AckEvent& ev);
   void update_btlbw();
+  void undo_if_false(uint64_t spurious);
 
  public:
   uint64_t overloads() const { return overloads_; }
+  uint64_t undos() const { return undos_; }
 };
 
 }  // namespace sg::ltp

@@ -285,6 +285,7 @@ void Receiver::send_ack(Transfer& t, uint32_t chunk, Nanos now, PacketSink& tx) 
   a.ack_ts = static_cast<uint64_t>(now);
   a.echo_ts = t.last_send_ts;
   a.sack_base = base;
+  a.held = replaying_;
   auto n = wire::build_ack(tx_buf_, a, t.bits.bytes(base / 8, wire::kAckSackBits / 8));
   t.unacked = 0;
   t.ack_due = kNever;

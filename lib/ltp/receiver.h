@@ -91,6 +91,11 @@ class Receiver {
   // to run (kNever if nothing is open).
   Nanos poll(Nanos now, ReceiverSink& sink, PacketSink& tx);
 
+  // While on, the DATA given is what the caller held for a round it had not begun, now
+  // replayed in a burst: the ACKs sent meanwhile say so (kFlagHeld), so the sender does not
+  // read a rate into their spacing.
+  void set_replaying(bool on) { replaying_ = on; }
+
   const ReceiverStats& stats() const { return stats_; }
   uint32_t open_transfers() const { return open_; }
   double threshold() const { return early_.threshold(); }
@@ -163,6 +168,7 @@ class Receiver {
   uint32_t last_hit_ = 0;
   uint32_t last_job_ = 0;
   Nanos srtt_ = 0;
+  bool replaying_ = false;
   std::vector<uint8_t> tx_buf_;          // one outgoing message at a time
 };
 

@@ -221,10 +221,14 @@ void Sender::ack_chunk(uint32_t i, uint64_t echo_ts) {
   if (c.state == kAcked || c.state == kUnsent) return;  // unsent: a lying ACK, ignore it
   if (c.state == kInflight) inflight_ -= chunk_bytes(i);
   // Declared lost, yet acknowledged before (or by an ACK older than) its retransmission:
-  // the original was only late. Reordering, not loss: widen the time threshold.
+  // the original was only late. Reordering, not loss: widen the time threshold. (Also after
+  // a timeout's presumption, though no reordering rule was fooled then: keeping the packet
+  // threshold on was tried, and the simulator's 8 sites at 1% loss took 4.0 s a round
+  // instead of 1.3.) A loss the rules declared is also taken back from the controller.
   if (c.state == kLost || (c.retransmitted && echo_ts != 0 && echo_ts <= static_cast<uint64_t>(INT64_MAX) &&
                              static_cast<Nanos>(echo_ts) < c.sent)) {
     ++stats_.spurious;
+    if (!c.timed_out) spurious_now_ += chunk_bytes(i);
     reordering_seen_ = true;
     reorder_steps_ = std::min<uint32_t>(reorder_steps_ + 1, 16);
   }
@@ -251,6 +255,7 @@ void Sender::on_ack(const wire::AckMsg& m, Nanos now) {
 
   const uint32_t before = acked_;
   const uint64_t delivered_before = delivered_;
+  spurious_now_ = 0;
   uint64_t newest_seq = 0;
   uint32_t newest = 0;
   auto consider = [&](uint32_t i) {
@@ -288,6 +293,7 @@ void Sender::on_ack(const wire::AckMsg& m, Nanos now) {
   ev.rtt = rtt;
   ev.srtt = srtt_;
   ev.min_rtt = min_rtt_;
+  ev.held = m.f.held;
   if (newly > 0) {
     const Chunk& n = chunks_[newest];
     if (n.tx_seq > largest_acked_seq_) largest_acked_seq_ = n.tx_seq;
@@ -319,6 +325,7 @@ void Sender::on_ack(const wire::AckMsg& m, Nanos now) {
   }
   detect_losses(now);
   ev.acked_bytes = delivered_ - delivered_before;
+  ev.spurious_bytes = spurious_now_;
   ev.delivered = delivered_;
   ev.inflight_bytes = inflight_;
   rc_.on_ack(ev);
@@ -330,6 +337,7 @@ void Sender::mark_lost(uint32_t i, Nanos now, bool timeout) {
   const uint64_t before = inflight_;
   inflight_ -= chunk_bytes(i);
   c.state = kLost;
+  c.timed_out = timeout;
   retx_[(retx_head_ + retx_len_) % retx_.size()] = i;
   ++retx_len_;
   if (!timeout) {

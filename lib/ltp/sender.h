@@ -136,6 +136,7 @@ class Sender {
     bool released = false;
     uint8_t holes = 0;         // DataHeader::holes it is sent with
     bool app_limited = false;  // sent in an app-limited bubble: its rate sample understates the path
+    bool timed_out = false;    // presumed lost by a retransmission timeout (not by reordering rules)
   };
   struct Flight {
     uint32_t chunk;
@@ -194,6 +195,7 @@ class Sender {
   uint32_t backoff_ = 0;
   uint32_t reorder_steps_ = 0;  // grows the time threshold each time reordering fooled us
   bool reordering_seen_ = false;  // then the packet threshold is off (time only, like RACK)
+  uint64_t spurious_now_ = 0;     // bytes of false losses the ACK being taken acknowledged
   Nanos rto_deadline_ = kNever;
   Nanos last_progress_ = 0;
   bool probe_sent_ = false;

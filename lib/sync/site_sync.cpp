@@ -792,6 +792,7 @@ void SiteSync::replay_held(uint32_t round, Nanos now, ltp::PacketSink& tx) {
     return reinterpret_cast<const wire::DataHeader*>(hold_.data() + i * hold_slot_)->path_id.load();
   };
   replaying_ = true;
+  receiver_->set_replaying(true);
   for (size_t first = 0; first < n;) {
     const uint16_t path = path_of(first);
     size_t in_burst = 0, next = n;
@@ -817,6 +818,7 @@ void SiteSync::replay_held(uint32_t round, Nanos now, ltp::PacketSink& tx) {
     if (in_burst) receiver_->poll(now, *this, tx);
     first = next;
   }
+  receiver_->set_replaying(false);
   replaying_ = false;
 }
 

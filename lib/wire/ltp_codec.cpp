@@ -67,7 +67,7 @@ Result<DataMsg> parse_data(std::span<const uint8_t> msg) {
   const auto* h = as<DataHeader>(msg);
   DataMsg m;
   m.f.flags = h->common.flags;
-  if (m.f.flags & kFlagMore) return WireError::kBadField;
+  if (m.f.flags & (kFlagMore | kFlagHeld)) return WireError::kBadField;
   const uint16_t plen = h->payload_len.load();
   const size_t want = data_msg_len(plen);
   if (msg.size() < want) return WireError::kTruncated;
@@ -127,8 +127,9 @@ Result<AckMsg> parse_ack(std::span<const uint8_t> msg) {
   if (auto e = check_common(msg, MsgType::kAck, sizeof(AckHeader)); e != WireError::kOk) return e;
   if (msg.size() != sizeof(AckHeader)) return WireError::kBadLength;
   const auto* h = as<AckHeader>(msg);
-  if (h->common.flags & ~kFlagSealed) return WireError::kBadField;
+  if (h->common.flags & ~(kFlagSealed | kFlagHeld)) return WireError::kBadField;
   AckMsg m;
+  m.f.held = (h->common.flags & kFlagHeld) != 0;
   m.f.src_node = h->common.src_node.load();
   m.f.job = h->common.job.load();
   m.f.round = h->round.load();
@@ -150,7 +151,7 @@ Result<size_t> build_ack(std::span<uint8_t> out, const AckFields& f, std::span<c
   if (out.size() < sizeof(AckHeader)) return WireError::kNoSpace;
   if (sack.size() > sizeof(AckHeader::sack)) return WireError::kBadLength;
   auto* h = reinterpret_cast<AckHeader*>(out.data());
-  write_common(h->common, MsgType::kAck, 0, f.src_node, f.job);
+  write_common(h->common, MsgType::kAck, f.held ? kFlagHeld : 0, f.src_node, f.job);
   h->round.store(f.round);
   h->policy_version.store(f.policy_version);
   h->shard.store(f.shard);

@@ -74,6 +74,7 @@ struct AckFields {
   uint64_t ack_ts = 0;
   uint64_t echo_ts = 0;
   uint32_t sack_base = 0;
+  bool held = false;  // kFlagHeld
 };
 
 struct AckMsg {

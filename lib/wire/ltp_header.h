@@ -44,7 +44,12 @@ inline constexpr uint8_t kFlagPartial = 0x08;
 // offered, not what the link carries. The receiver's link estimator keeps such traffic from
 // lowering its estimate of the link (lib/measure).
 inline constexpr uint8_t kFlagAppLimited = 0x10;
-inline constexpr uint8_t kKnownFlags = kFlagRetransmit | kFlagSealed | kFlagMore | kFlagPartial | kFlagAppLimited;
+// ACK: answers DATA the receiver held while it had not begun that round, sent in a burst
+// once it did: the ACKs' spacing is the replay's, not the path's, so the sender takes no
+// rate from their timing (their echo already leaves the hold out of its RTT).
+inline constexpr uint8_t kFlagHeld = 0x20;
+inline constexpr uint8_t kKnownFlags =
+    kFlagRetransmit | kFlagSealed | kFlagMore | kFlagPartial | kFlagAppLimited | kFlagHeld;
 
 // The sealed message's trailer (crypto::kTrailerLen): be64 sequence (key epoch, sender lane,
 // packet number) then the 16-byte AEAD tag; the LTP header is the associated data.

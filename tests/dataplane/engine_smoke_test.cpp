@@ -203,6 +203,46 @@ TEST(EngineSmoke, RefusedTxIsFreedAndCounted) {
   rte_mempool_free(pool);
 }
 
+// The handler's timers run after what has arrived was taken (up to 16 full bursts per port):
+// after a stall they must not judge transfers by the first burst of the ACKs that came.
+struct TimerWitness final : PacketHandler {
+  uint64_t rx = 0;
+  std::vector<uint64_t> rx_at_timers;
+  void on_rx_st(EngineIo&, uint16_t, rte_mbuf** pkts, uint16_t n, uint64_t) override {
+    rx += n;
+    rte_pktmbuf_free_bulk(pkts, n);
+  }
+  unsigned on_poll_st(EngineIo&, uint64_t) override {
+    rx_at_timers.push_back(rx);
+    return 0;
+  }
+};
+
+TEST(EngineSmoke, TimersRunAfterTheRxRingIsDrained) {
+  rte_mempool* pool = create_pool("timer_pool", 2047, 0, RTE_MBUF_DEFAULT_BUF_SIZE);
+  ASSERT_NE(pool, nullptr);
+  {
+    RingPair rp("t", pool);
+    TimerWitness h;
+    EngineParams ep;
+    ep.burst = 32;
+    Engine engine(rp.ports, pool, h, ep);
+    for (uint32_t k = 0; k < 300; ++k) ASSERT_EQ(rte_ring_enqueue(rp.in, make_packet(pool, k)), 0);
+    engine.poll_once_st(rte_rdtsc());
+    ASSERT_EQ(h.rx_at_timers.size(), 1u);
+    EXPECT_EQ(h.rx_at_timers[0], 300u) << "all of it before the timers (before: one burst of 32)";
+    // More than the bound: the timers are not held off for good.
+    for (uint32_t k = 0; k < 1000; ++k) ASSERT_EQ(rte_ring_enqueue(rp.in, make_packet(pool, k)), 0);
+    engine.poll_once_st(rte_rdtsc());
+    EXPECT_EQ(h.rx_at_timers[1], 300u + 16 * 32);
+    while (engine.poll_once_st(rte_rdtsc())) {
+    }
+    EXPECT_EQ(h.rx, 1300u);
+  }
+  EXPECT_TRUE(pool_full(pool)) << rte_mempool_avail_count(pool) << " of " << pool->size;
+  rte_mempool_free(pool);
+}
+
 TEST(EngineSmoke, PortsFromConfigLoopTrafficAndDrainFull) {
   auto loaded = config::load_config_file(std::string(SG_SOURCE_ROOT) + "/config/examples/single-ring.yaml");
   ASSERT_TRUE(loaded.config);

@@ -24,6 +24,7 @@ local f = {
   flag_more = F.bool("stormgate_ltp.flags.more", "More", 8, nil, 0x04),
   flag_partial = F.bool("stormgate_ltp.flags.partial", "Partial", 8, nil, 0x08),
   flag_app_limited = F.bool("stormgate_ltp.flags.app_limited", "App-limited", 8, nil, 0x10),
+  flag_held = F.bool("stormgate_ltp.flags.held", "Held (ACK of replayed DATA)", 8, nil, 0x20),
   reserved = F.uint8("stormgate_ltp.reserved", "Reserved"),
   src_node = F.uint16("stormgate_ltp.src_node", "Source site"),
   job = F.uint32("stormgate_ltp.job", "Job"),
@@ -156,7 +157,7 @@ function ltp.dissector(buf, pinfo, tree)
   t:add(f.type, buf(3, 1))
   local fl = t:add(f.flags, buf(4, 1))
   fl:add(f.flag_retx, buf(4, 1)); fl:add(f.flag_tag, buf(4, 1)); fl:add(f.flag_more, buf(4, 1))
-  fl:add(f.flag_partial, buf(4, 1)); fl:add(f.flag_app_limited, buf(4, 1))
+  fl:add(f.flag_partial, buf(4, 1)); fl:add(f.flag_app_limited, buf(4, 1)); fl:add(f.flag_held, buf(4, 1))
   t:add(f.reserved, buf(5, 1)); t:add(f.src_node, buf(6, 2)); t:add(f.job, buf(8, 4))
   local body = bodies[ty]
   local name = types[ty] or ("type " .. ty)

@@ -26,6 +26,10 @@ class SenderTest : public ::testing::Test {
     data_.assign(static_cast<size_t>(chunks) * 100, 0);
     for (size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<uint8_t>(i * 13);
     tx_ = std::make_unique<Sender>(cfg, rc ? *rc : aimd_, rng_);
+    ASSERT_TRUE(tx_->start(spec(streaming), now_));
+  }
+  // The transfer every test sends: job 1, round 2, policy 3, shard 4, chunks of 100 bytes.
+  TransferSpec spec(bool streaming = false) const {
     TransferSpec s;
     s.job = 1;
     s.round = 2;
@@ -35,7 +39,7 @@ class SenderTest : public ::testing::Test {
     s.chunk_size = 100;
     s.data = data_;
     s.streaming = streaming;
-    ASSERT_TRUE(tx_->start(s, now_));
+    return s;
   }
   std::vector<uint8_t> ack(uint32_t cum, std::vector<uint32_t> sacked, uint64_t echo, uint32_t round = 2) {
     wire::AckFields f;

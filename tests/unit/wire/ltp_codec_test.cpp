@@ -186,6 +186,25 @@ TEST(LtpAck, RoundTripAndSackBits) {
   EXPECT_EQ(build_ack(b, f, too_long).error(), WireError::kBadLength);
 }
 
+// kFlagHeld: an ACK of replayed DATA says so; on DATA the flag means nothing and is refused.
+TEST(LtpAck, HeldFlagOnAcksOnly) {
+  AckFields f;
+  f.cum_ack = 3;
+  f.received = 3;
+  std::vector<uint8_t> b(sizeof(AckHeader));
+  ASSERT_TRUE(build_ack(b, f, {}).ok());
+  EXPECT_FALSE(parse_ack(b)->f.held);
+  f.held = true;
+  ASSERT_TRUE(build_ack(b, f, {}).ok());
+  EXPECT_EQ(b[offsetof(LtpCommon, flags)], kFlagHeld);
+  EXPECT_TRUE(parse_ack(b)->f.held);
+
+  auto data = data_msg(data_fields(), 16);
+  ASSERT_TRUE(parse_data(data).ok());
+  data[offsetof(LtpCommon, flags)] |= kFlagHeld;
+  EXPECT_EQ(parse_data(data).error(), WireError::kBadField);
+}
+
 TEST(LtpClose, BitmapPartsAndLies) {
   CloseFields f;
   f.job = 1;
