@@ -247,18 +247,18 @@ void DeliveryRateController::update_btlbw() {
 }
 
 void DeliveryRateController::on_loss(const LossEvent& ev) {
-  if (!ev.timeout) {
-    round_lost_ += ev.lost_bytes;
-    ++round_lost_pkts_;
-    return;
-  }
-  // Random loss is not a congestion signal here. A timeout means the path went dark, and
-  // has its own answer (not also an overloaded round trip: everything in flight counted as
-  // lost trimmed the rate a second time for the same event). The rate restarts from half --
-  // once per outage: the timeouts that follow while nothing is acknowledged say the same
-  // again, and halving on each would leave a path back from a 2-second blackhole at 1/100
-  // of its rate. Tried and dropped (perf/README, "the testbed's long rounds, traced"): a
-  // loss window until an ACK, as TCP sends (the simulator's 8-site 1 GB tree: 22.4 s a round
+  round_lost_ += ev.lost_bytes;
+  ++round_lost_pkts_;
+  if (!ev.timeout) return;
+  // Random loss is not a congestion signal here. A timeout means the path went dark: the
+  // rate restarts from half -- once per outage: the timeouts that follow while nothing is
+  // acknowledged say the same again, and halving on each would leave a path back from a
+  // 2-second blackhole at 1/100 of its rate. Its presumed losses also count toward the round
+  // trip's overload, and come off again if the originals prove only late (undo_if_false).
+  // Not counting them at all was tried: the simulator's 64 sites x 1 GB took 26 s a round
+  // instead of 3.7 (paths that overflow lose their tails and only a timeout says so).
+  // Also tried and dropped (perf/README, "the testbed's long rounds, traced"): a loss
+  // window until an ACK, as TCP sends (the simulator's 8-site 1 GB tree: 22.4 s a round
   // instead of 11.1), and keeping the rate when nothing of the transfer had been
   // acknowledged yet (the peer may merely not have begun the round; 8 sites x 1 GB with the
   // full stack: 2.9 s instead of 1.7).

@@ -21,7 +21,7 @@ struct AckEvent {
   Nanos newest_acked_send = 0;     // send time of the newest chunk this ACK covers
   bool app_limited = false;        // that chunk left while the sender had nothing more to send
   bool held = false;               // the receiver held the DATA (wire::kFlagHeld): no rate in its timing
-  // Newly acknowledged bytes the sender had declared lost by its reordering rules (not by a
+  // Newly acknowledged bytes the sender had declared lost (by its reordering rules or a
   // timeout): those losses were false.
   uint64_t spurious_bytes = 0;
 };

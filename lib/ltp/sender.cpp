@@ -224,11 +224,11 @@ void Sender::ack_chunk(uint32_t i, uint64_t echo_ts) {
   // the original was only late. Reordering, not loss: widen the time threshold. (Also after
   // a timeout's presumption, though no reordering rule was fooled then: keeping the packet
   // threshold on was tried, and the simulator's 8 sites at 1% loss took 4.0 s a round
-  // instead of 1.3.) A loss the rules declared is also taken back from the controller.
+  // instead of 1.3.) The loss is also taken back from the controller, a timeout's included.
   if (c.state == kLost || (c.retransmitted && echo_ts != 0 && echo_ts <= static_cast<uint64_t>(INT64_MAX) &&
                              static_cast<Nanos>(echo_ts) < c.sent)) {
     ++stats_.spurious;
-    if (!c.timed_out) spurious_now_ += chunk_bytes(i);
+    spurious_now_ += chunk_bytes(i);
     reordering_seen_ = true;
     reorder_steps_ = std::min<uint32_t>(reorder_steps_ + 1, 16);
   }
@@ -337,7 +337,6 @@ void Sender::mark_lost(uint32_t i, Nanos now, bool timeout) {
   const uint64_t before = inflight_;
   inflight_ -= chunk_bytes(i);
   c.state = kLost;
-  c.timed_out = timeout;
   retx_[(retx_head_ + retx_len_) % retx_.size()] = i;
   ++retx_len_;
   if (!timeout) {

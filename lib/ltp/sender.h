@@ -136,7 +136,6 @@ class Sender {
     bool released = false;
     uint8_t holes = 0;         // DataHeader::holes it is sent with
     bool app_limited = false;  // sent in an app-limited bubble: its rate sample understates the path
-    bool timed_out = false;    // presumed lost by a retransmission timeout (not by reordering rules)
   };
   struct Flight {
     uint32_t chunk;

@@ -393,6 +393,7 @@ TEST_F(SenderTest, NoRateSampleFromTheOriginalsOfASpuriousResend) {
   tx_->on_packet(ack(40, {}, static_cast<uint64_t>(t0)), now_);
   ASSERT_FALSE(spy.acks.empty());
   EXPECT_EQ(spy.acks.back().delivery_rate, 0.0) << "39 chunks over 2 ms is the ACKs' burst, not the path";
+  EXPECT_EQ(spy.acks.back().spurious_bytes, 39u * (100 + sizeof(wire::DataHeader))) << "the timeout's presumed losses, proven false";
   EXPECT_EQ(tx_->state(), SenderState::kAcked);
 }
 
