@@ -484,9 +484,10 @@ void Gateway::print_job_summary(const JobStack& js) const {
   else
     std::snprintf(exact, sizeof exact,
                   ", %llu results delivered to workers, worker waits timed out %llu, workers missing %llu, worker "
-                  "chunks missing %llu",
+                  "chunks missing %llu, worker DATA early %llu",
                   (unsigned long long)rc.worker_rounds.get(), (unsigned long long)rc.worker_timeouts.get(),
-                  (unsigned long long)rc.workers_missing.get(), (unsigned long long)rc.worker_bubbles.get());
+                  (unsigned long long)rc.workers_missing.get(), (unsigned long long)rc.worker_bubbles.get(),
+                  (unsigned long long)rc.worker_early.get());
   if (c.sync.mode == config::SyncMode::kSelmcast)
     std::printf("[%s] job %u (selmcast, staleness %u): other sites' updates mixed %.2f per round, stale updates "
                 "refused %llu, update lag %.1f ms\n",

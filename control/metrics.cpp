@@ -150,6 +150,9 @@ std::string metrics_text(const Gateway& gw) {
   per_job("worker_chunks_missing_total", "counter",
           "Chunks of local workers' pushes that the site's mean went on without (a push cancelled or timed out).",
           [](const RC& c, size_t) { return static_cast<double>(c.worker_bubbles.get()); });
+  per_job("worker_early_data_total", "counter",
+          "Local workers' DATA of the next round that came before this round ended here (dropped; the worker resends).",
+          [](const RC& c, size_t) { return static_cast<double>(c.worker_early.get()); });
   per_job("round_timeouts_total", "counter", "Rounds completed by the round timeout.",
           [](const RC& c, size_t) { return static_cast<double>(c.timeouts.get()); });
   per_job("round_peers_moved_on_total", "counter",

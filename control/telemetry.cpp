@@ -141,6 +141,7 @@ int rounds_cb(const char*, const char* params, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "worker_push_timeouts", c.worker_timeouts.get());
   rte_tel_data_add_dict_u64(d, "workers_missing", c.workers_missing.get());
   rte_tel_data_add_dict_u64(d, "worker_bubbles", c.worker_bubbles.get());
+  rte_tel_data_add_dict_u64(d, "worker_early_data", c.worker_early.get());
   rte_tel_data_add_dict_u64(d, "updates_mixed", c.updates_mixed.get());
   rte_tel_data_add_dict_u64(d, "stale_updates", c.stale_updates.get());
   if (const int64_t lag = c.update_lag_ns.load(std::memory_order_relaxed); lag >= 0)

@@ -259,6 +259,11 @@ void JobRunner::on_packet_st(std::span<const uint8_t> msg, Nanos now, uint16_t r
   } else {
     sync_->on_packet(msg, now, tx_);
   }
+  // A round that ended on this packet ends here at once: its last results may leave on the
+  // next ACK from a worker, before the next poll, and a worker that has its whole result
+  // pushes the next round at once -- the group must be there by then (it drops a later
+  // round's DATA, which the worker resends only after its RTO).
+  if (!peer_ && !lead_link_) end_round_st(now);
   next_wake_ = 0;  // state changed: run the timers on the next pass
 }
 
@@ -440,7 +445,9 @@ void JobRunner::count_group_st() {
   c_.worker_timeouts.add(g.push_timeouts - group_timeouts_seen_);
   c_.workers_missing.add(g.missing_workers - group_missing_seen_);
   c_.worker_bubbles.add(g.push_bubbles - group_bubbles_seen_);
+  c_.worker_early.add(g.early_pushes - group_early_seen_);
   group_bubbles_seen_ = g.push_bubbles;
+  group_early_seen_ = g.early_pushes;
   group_timeouts_seen_ = g.push_timeouts;
   group_missing_seen_ = g.missing_workers;
 }
@@ -462,6 +469,18 @@ uint32_t JobRunner::next_synthetic_round() const {
   return std::max(round_ + 1, rejoin_->load(std::memory_order_acquire));
 }
 
+// The round ended here and at every follower: count it, and the workers get their result.
+// False once the job's last round is done.
+bool JobRunner::end_round_st(Nanos now) {
+  if (checked_ || sync_->running() || !sync_->round_done() || !followers_done(round_)) return true;
+  count_round_st(now);
+  if (rounds_limit() && round_ >= rounds_limit()) {
+    finished_.store(true, std::memory_order_release);
+    return false;
+  }
+  return true;
+}
+
 unsigned JobRunner::poll_st(Nanos now) {
   now_ = now;
   if (slot_) {
@@ -481,13 +500,7 @@ unsigned JobRunner::poll_st(Nanos now) {
   }
   unsigned work = links_.empty() ? 0 : lead_messages_st(now);
   if (!sync_->running()) {
-    if (!checked_ && sync_->round_done() && followers_done(round_)) {
-      count_round_st(now);
-      if (rounds_limit() && round_ >= rounds_limit()) {
-        finished_.store(true, std::memory_order_release);
-        return 1;
-      }
-    }
+    if (!end_round_st(now)) return 1;
     if (checked_) {
       if (group_) {
         if (!delivered_ && group_->finish(round_, now, tx_)) {
@@ -546,6 +559,7 @@ unsigned JobRunner::poll_st(Nanos now) {
   }
   if (now >= next_wake_) {
     next_wake_ = sync_->poll(now, tx_);
+    end_round_st(now);  // as in on_packet_st: before the group's poll sends the last results
     if (group_) {
       next_wake_ = std::min(next_wake_, group_->poll(now, tx_));
       feed_local_st(now);  // the push timeout may have made chunks final

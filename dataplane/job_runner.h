@@ -46,6 +46,7 @@ struct RoundCounters {
   Counter worker_timeouts;   // rounds whose site contribution went on after job.worker_timeout_ms
   Counter workers_missing;   // workers absent from the site's contributions, summed over rounds
   Counter worker_bubbles;    // chunks of a worker's push the site's mean went on without
+  Counter worker_early;      // worker DATA of the next round before this one ended: dropped, resent
   Counter gate_waits;  // passes where a round was ready but not yet approved
   Counter link_stray;  // engine messages for a round not running (engine_link.h)
   Counter updates_mixed;  // sync.mode selmcast: other sites' updates mixed into this site's results
@@ -167,6 +168,7 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   unsigned follow_st(Nanos now);
   void begin_followers_st(uint32_t round, bool streaming);
   bool followers_done(uint32_t round) const;
+  bool end_round_st(Nanos now);
   void count_round_st(Nanos now);
   void count_group_st();
   uint32_t next_synthetic_round() const;
@@ -195,7 +197,7 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   std::atomic<bool> finished_{false};
   std::atomic<uint32_t> live_rounds_{0}, live_timeout_ms_{0};
   uint32_t timeout_ms_ = 0;  // the round timeout this engine's SiteSync has
-  uint64_t group_timeouts_seen_ = 0, group_missing_seen_ = 0, group_bubbles_seen_ = 0;  // LocalGroup stats already counted
+  uint64_t group_timeouts_seen_ = 0, group_missing_seen_ = 0, group_bubbles_seen_ = 0, group_early_seen_ = 0;  // LocalGroup stats already counted
   void take_live_st(uint32_t round);
   uint32_t rounds_limit() const { return live_rounds_.load(std::memory_order_relaxed); }
   PolicySlot* slot_ = nullptr;

@@ -256,7 +256,8 @@ void DeliveryRateController::on_loss(const LossEvent& ev) {
   // 2-second blackhole at 1/100 of its rate. Its presumed losses also count toward the round
   // trip's overload, and come off again if the originals prove only late (undo_if_false).
   // Not counting them at all was tried: the simulator's 64 sites x 1 GB took 26 s a round
-  // instead of 3.7 (paths that overflow lose their tails and only a timeout says so).
+  // instead of 3.7, with a third of the resends -- its rounds waited rather than resent (why
+  // was not traced; perf/README).
   // Also tried and dropped (perf/README, "the testbed's long rounds, traced"): a loss
   // window until an ACK, as TCP sends (the simulator's 8-site 1 GB tree: 22.4 s a round
   // instead of 11.1), and keeping the rate when nothing of the transfer had been

@@ -16,7 +16,6 @@
 #include "dataplane/engine.h"
 #include "dataplane/forward.h"
 #include "dataplane/ports.h"
-#include "eal_env.h"
 
 namespace sg::dp {
 namespace {
@@ -279,9 +278,3 @@ TEST(EngineSmoke, PortsFromConfigLoopTrafficAndDrainFull) {
 
 }  // namespace
 }  // namespace sg::dp
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new sg::test::EalEnvironment);
-  return RUN_ALL_TESTS();
-}

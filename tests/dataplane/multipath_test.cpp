@@ -26,7 +26,6 @@
 #include "dataplane/path_id.h"
 #include "dataplane/ports.h"
 #include "dataplane/spray.h"
-#include "eal_env.h"
 #include "measure/link_estimator.h"
 
 namespace sg::dp {
@@ -590,9 +589,3 @@ TEST(Multipath, AdaptiveSprayOverLanesAndRelayStaysExact) {
 
 }  // namespace
 }  // namespace sg::dp
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new sg::test::EalEnvironment);
-  return RUN_ALL_TESTS();
-}

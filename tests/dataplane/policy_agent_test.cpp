@@ -16,7 +16,6 @@
 #include "dataplane/mbuf_ring.h"
 #include "dataplane/ports.h"
 #include "dataplane/routes.h"
-#include "eal_env.h"
 #include "wire/frame.h"
 
 namespace sg::dp {
@@ -208,9 +207,3 @@ TEST(PolicyAgent, EveryMbufComesBack) {
 
 }  // namespace
 }  // namespace sg::dp
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new sg::test::EalEnvironment);
-  return RUN_ALL_TESTS();
-}

@@ -27,7 +27,6 @@
 #include "dataplane/ltp_tx.h"
 #include "dataplane/policy_slot.h"
 #include "dataplane/ports.h"
-#include "eal_env.h"
 #include "junk_flood.h"
 #include "wire/frame.h"
 #include "wire/ltp_codec.h"
@@ -879,9 +878,3 @@ TEST(GatewayRounds, ALinkDarkForTwoSecondsMidTrainingAndTheRoundsGoOn) {
 
 }  // namespace
 }  // namespace sg::dp
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new sg::test::EalEnvironment);
-  return RUN_ALL_TESTS();
-}

@@ -647,5 +647,45 @@ TEST(LocalGroup, FinishFillsResultChunksNeverGiven) {
   EXPECT_FALSE(s.group->finish(1, s.lan.now_, s.gw_port)) << "round 1 is over";
 }
 
+// Every result chunk was given, but finish() has not come yet (the gateway ends the WAN round
+// on its next step): a worker that has its whole result and pushes the next round at once is
+// counted early, dropped, and gets in with its retransmission once the round moved on.
+TEST(LocalGroup, APushOfTheNextRoundBeforeFinishIsCountedAndResent) {
+  Site s(2, 3000);
+  s.fill(1);
+  for (size_t w = 0; w < 2; ++w) s.workers[w]->begin(1, 0, *s.ports[w]);
+  const Nanos end = 5 * kSecond;
+  bool given = false;
+  auto step = [&](Nanos cap) {
+    Nanos next = std::min(cap, s.group->poll(s.lan.now_, s.gw_port));
+    for (size_t w = 0; w < 2; ++w) next = std::min(next, s.workers[w]->poll(s.lan.now_, *s.ports[w]));
+    s.advance(next);
+  };
+  while (s.lan.now_ < end && !(given && s.workers[0]->result->ended() && s.workers[1]->result->ended())) {
+    if (!given && s.group->contribution_ready(1)) {
+      auto c = s.group->contribution();
+      ASSERT_TRUE(s.group->result_ready(1, 0, c, s.lan.now_, s.gw_port));  // all of it, no finish()
+      given = true;
+    }
+    step(end);
+  }
+  ASSERT_TRUE(s.workers[0]->result->ended() && s.workers[1]->result->ended());
+  EXPECT_EQ(s.group->round(), 1u);
+  s.fill(2);
+  s.workers[0]->begin(2, s.lan.now_, *s.ports[0]);
+  const Nanos until = s.lan.now_ + 200 * kMicro;
+  while (s.lan.now_ < until) step(until);
+  EXPECT_GT(s.group->stats().early_pushes, 0u);
+  EXPECT_EQ(s.group->round(), 1u) << "round 2's DATA does not move a group whose round 1 is not finished";
+  ASSERT_TRUE(s.group->finish(1, s.lan.now_, s.gw_port));
+  s.workers[1]->begin(2, s.lan.now_, *s.ports[1]);
+  while (s.lan.now_ < end && !s.group->contribution_ready(2)) step(end);
+  ASSERT_TRUE(s.group->contribution_ready(2)) << "worker 0's resends complete its push";
+  EXPECT_EQ(s.group->stats().push_timeouts, 0u);
+  const auto m = s.mean_of({0, 1});
+  const auto c = s.group->contribution();
+  for (size_t k = 0; k < m.size(); ++k) ASSERT_NEAR(c[k], m[k], 1e-6f * (1 + std::abs(m[k]))) << k;
+}
+
 }  // namespace
 }  // namespace sg::sync
