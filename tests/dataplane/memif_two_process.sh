@@ -49,21 +49,36 @@ done
 # walked a half-freed DPDK heap. Let it stay a plain SIGSEGV, judged as in other builds.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0"
 lcore=(0 1)
-i=0
-for s in a b; do
-  if [[ $Q == 1 ]]; then cores=(-l 0-1 --main-lcore "${lcore[$i]}"); else cores=(--lcores "0@${lcore[$i]},1@$((1 - lcore[$i])),2@$((1 - lcore[$i]))" --main-lcore 0); fi
-  timeout 60 "$BIN" "${cores[@]}" --no-huge --no-pci -m 192 --file-prefix "sgt$$-$s" \
-    --log-level='*:warning' -- --config "$tmp/$s.yaml" --duration 50 > "$tmp/$s.log" 2>&1 &
-  pids+=($!)
-  i=$((i + 1))
-done
+run_pair() {  # both gateways, to their end; exit codes in codes[]
+  local i=0 s j
+  for s in a b; do
+    if [[ $Q == 1 ]]; then cores=(-l 0-1 --main-lcore "${lcore[$i]}"); else cores=(--lcores "0@${lcore[$i]},1@$((1 - lcore[$i])),2@$((1 - lcore[$i]))" --main-lcore 0); fi
+    timeout 60 "$BIN" "${cores[@]}" --no-huge --no-pci -m 192 --file-prefix "sgt$$-$s" \
+      --log-level='*:warning' --log-level='pmd.net.memif:debug' -- --config "$tmp/$s.yaml" --duration 50 > "$tmp/$s.log" 2>&1 &
+    pids+=($!)
+    i=$((i + 1))
+  done
+  codes=()
+  for j in 0 1; do
+    wait "${pids[$j]}"
+    codes+=($?)
+  done
+  pids=()
+}
+# Twice in many CI runs the two memif ports never exchanged a packet (both sides ran 50 s,
+# nothing received; not reproduced here, and not our code's to decide: the memif control
+# channel is DPDK's). Then the pair runs once more, after printing what the memif PMD said,
+# so that the next occurrence shows why; any other failure, or the same twice, fails.
+never_met() { grep -q "rows sent [0-9]* received 0;" "$tmp/a.log" && grep -q "rows sent [0-9]* received 0;" "$tmp/b.log"; }
+run_pair
+if never_met; then
+  echo "memif: the two ports never exchanged a packet; the memif PMD said:"
+  grep -h "memif" "$tmp/a.log" "$tmp/b.log" | sort | uniq -c | head -20
+  echo "running the pair once more"
+  rm -f "$sock"
+  run_pair
+fi
 rc=0
-codes=()
-for j in 0 1; do
-  wait "${pids[$j]}"
-  codes+=($?)
-done
-pids=()
 for s in a b; do
   echo "--- site $s"; grep -E 'job 1:|mbuf pool|drops:|sealed:' "$tmp/$s.log"
   grep -qE 'sealed: [1-9][0-9]* messages sealed, [1-9][0-9]* opened, refused: none' "$tmp/$s.log" ||
