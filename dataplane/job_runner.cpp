@@ -449,9 +449,11 @@ void JobRunner::count_group_st() {
   c_.worker_timeouts.add(g.push_timeouts - group_timeouts_seen_);
   c_.workers_missing.add(g.missing_workers - group_missing_seen_);
   c_.worker_bubbles.add(g.push_bubbles - group_bubbles_seen_);
-  c_.worker_early.add(g.early_pushes - group_early_seen_);
+  // The group's receiver gets only workers' DATA: what it dropped as a later round's is early.
+  const uint64_t early = group_->receiver().stats().future_round;
+  c_.worker_early.add(early - group_early_seen_);
   group_bubbles_seen_ = g.push_bubbles;
-  group_early_seen_ = g.early_pushes;
+  group_early_seen_ = early;
   group_timeouts_seen_ = g.push_timeouts;
   group_missing_seen_ = g.missing_workers;
 }

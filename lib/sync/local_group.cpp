@@ -253,9 +253,7 @@ void LocalGroup::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketS
         }
       }
     }
-    const uint64_t future = receiver_->stats().future_round;
     receiver_->on_packet(msg, now, *this, tx);
-    stats_.early_pushes += receiver_->stats().future_round - future;
     return;
   }
   if (w < 0 || !outs_[w]->started || (common->type != wire::MsgType::kAck && common->type != wire::MsgType::kClose &&

@@ -110,7 +110,6 @@ struct LocalGroupStats {
   uint64_t result_timeouts = 0;   // result transfers that gave up (worker gone)
   uint64_t result_abandoned = 0;  // result transfers still running when the next round's results began
   uint64_t result_filled = 0;     // result chunks finish() had not been given: the site's own mean sent
-  uint64_t early_pushes = 0;      // DATA of the next round before this one finished: dropped, resent
 };
 
 class LocalGroup final : private ltp::ReceiverSink {
