@@ -136,6 +136,10 @@ void sg_worker_make_ready(sg_worker* w, size_t elements) {
   if (w && w->w) w->w->make_ready(elements);
 }
 
+void sg_worker_begin_streaming(sg_worker* w) {
+  if (w && w->w) w->w->begin_streaming();
+}
+
 const char* sg_worker_last_error(const sg_worker* w) { return w ? w->error.c_str() : "no worker handle"; }
 
 const char* sg_error_name(int status) { return sg::client::error_name(static_cast<sg::client::ErrorCode>(status)); }

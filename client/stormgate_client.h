@@ -90,6 +90,9 @@ int sg_worker_allreduce_typed(sg_worker* w, void* data, size_t n, int dtype, uin
 int sg_worker_allreduce_streaming_typed(sg_worker* w, void* data, size_t n, int dtype, uint32_t round,
                                         uint32_t timeout_ms);
 void sg_worker_make_ready(sg_worker* w, size_t elements);
+/* Before starting the thread of the next streaming call: forgets a make_ready that reached the
+ * last call after it had returned (it would release the next push before its values are written). */
+void sg_worker_begin_streaming(sg_worker* w);
 const char* sg_worker_last_error(const sg_worker* w);
 const char* sg_error_name(int status);
 /* Seconds the last successful allreduce took. */

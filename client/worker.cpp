@@ -492,6 +492,11 @@ Status Worker::allreduce_streaming(const void* in, void* out, size_t n, Dtype dt
   return s;
 }
 
+void Worker::begin_streaming() {
+  impl_->ready.store(0, std::memory_order_release);
+  impl_->cancelled.store(false, std::memory_order_release);
+}
+
 void Worker::cancel() {
   impl_->cancelled.store(true, std::memory_order_release);
   make_ready(0);  // wakes the wait

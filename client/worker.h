@@ -120,12 +120,18 @@ class Worker {
   // the chunks are marked streaming (its receiver neither Early-Closes nor gives up while the
   // rest is coming), so the WAN round begins on the first chunks while the rest is computed.
   // Values below `ready` must not change any more; the ones above may still be written. The
-  // timeout counts from the call. `ready` starts at 0 and is 0 again when the call returns.
+  // timeout counts from the call. `ready` starts at 0 and is 0 again when the call returns;
+  // a make_ready() or cancel() that comes after that (a waiter that raced the round's end)
+  // would count for the next call: begin_streaming() before each call forgets it.
   Status allreduce_streaming(const float* in, float* out, size_t n, uint32_t round, Nanos timeout);
   Status allreduce_streaming(const void* in, void* out, size_t n, Dtype dtype, uint32_t round, Nanos timeout);
   // Thread-safe (the one call allowed while another thread is in allreduce_streaming): makes
   // in[0, elements) sendable and wakes the transfer. Never lowers what was made ready.
   void make_ready(size_t elements);
+  // Before starting the thread that makes the next allreduce_streaming call (no call running):
+  // `ready` back to 0 and no cancel pending. Without it a make_ready(n) that reached a round
+  // which had already ended released the whole next push at once, values not yet written.
+  void begin_streaming();
   // Thread-safe: ends a running allreduce_streaming at once with kInvalidArgument ("cancelled")
   // without pushing the rest; the gateway goes on without this worker's missing chunks.
   void cancel();

@@ -200,6 +200,21 @@ void JobRunner::on_result(size_t first, size_t count) {
   }
   if (!group_ || group_->round() != sync_->round()) return;
   group_->result_ready(sync_->round(), first, sync_->result().subspan(first, count), now_, tx_);
+  deliver_if_complete_st(now_);
+}
+
+// The whole result reached the group: the workers' round ends now, not when this site's own
+// transfers are all acknowledged (a WAN round trip or more later). A worker that has its whole
+// result pushes the next round at once, and the group must be collecting it by then (it drops
+// a later round's DATA, which the worker resends only after its RTO). The site's own
+// contribution is no longer read: every chunk of the result is final.
+void JobRunner::deliver_if_complete_st(Nanos now) {
+  if (delivered_ || !group_ || group_->round() != round_ || !group_->results_complete()) return;
+  delivered_ = group_->finish(round_, now, tx_);
+  if (delivered_) {
+    c_.worker_rounds.add();
+    delivered_at_ = now;
+  }
 }
 
 // Workers: contribution chunks that became final join the running WAN round at once (the
@@ -296,6 +311,7 @@ unsigned JobRunner::lead_messages_st(Nanos now) {
               const auto r = followers_[q]->result_view();
               if (m[i].a < r.size() && m[i].b <= r.size() - m[i].a)
                 group_->result_ready(m[i].round, m[i].a, r.subspan(m[i].a, m[i].b), now, tx_);
+              deliver_if_complete_st(now);
             } else {
               c_.link_stray.add();
             }
@@ -434,11 +450,14 @@ void JobRunner::count_round_st(Nanos now) {
   if (group_) {
     count_group_st();
     // Every result chunk went to the workers as it became final; this ends the round
-    // (anything the WAN round gave up on is sent as the site's own mean).
-    delivered_ = group_->finish(round_, now, tx_);
-    if (delivered_) {
-      c_.worker_rounds.add();
-      delivered_at_ = now;
+    // (anything the WAN round gave up on is sent as the site's own mean), unless the whole
+    // result already ended it (deliver_if_complete_st).
+    if (!delivered_) {
+      delivered_ = group_->finish(round_, now, tx_);
+      if (delivered_) {
+        c_.worker_rounds.add();
+        delivered_at_ = now;
+      }
     }
   }
 }
@@ -533,6 +552,7 @@ unsigned JobRunner::poll_st(Nanos now) {
             c_.round_open.store(true, std::memory_order_relaxed);
             round_ = group_->round();
             checked_ = false;
+            delivered_ = false;
             begin_followers_st(round_, true);
             next_wake_ = 0;  // the new round's timers: see below
             feed_local_st(now);

@@ -86,6 +86,10 @@ class PendingRound {
     void* data = grad_.info.ptr;
     const Dtype dt = grad_.dtype;
     const auto timeout = static_cast<sg::Nanos>(timeout_s * sg::kSecond);
+    // wait() hands the whole buffer over even when the round has already ended (the result
+    // came while Python was between ready() and wait()): that must not release this round's
+    // push before its values are written.
+    w_->begin_streaming();
     thread_ = std::thread(
         [this, data, dt, round, timeout] { status_ = w_->allreduce_streaming(data, data, n_, dt, round, timeout); });
   }

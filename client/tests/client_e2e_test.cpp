@@ -133,6 +133,38 @@ TEST(Client, StreamingPushSendsOnlyWhatIsReadyAndTheRoundWaitsForTheRest) {
   EXPECT_EQ(stub.gw.group().stats().push_timeouts, 0u);
 }
 
+// A waiter that hands the whole buffer over after the round already ended (Python's wait()
+// when the result came while it was between ready() and wait()) must not release the next
+// round's push before its values are written: begin_streaming() forgets it. Without it the
+// next round pushed the buffer as it was (the last result) at once, and got back its own
+// values (testbed_process_group: one site's parameters diverged).
+TEST(Client, ReadyAfterTheRoundEndedDoesNotReleaseTheNextPush) {
+  constexpr size_t kFloats = 30001;
+  StubOptions so;
+  so.workers = 2;
+  so.model_floats = kFloats;
+  RunningStub stub(so);
+  Worker w0(opts_for(stub.gw.port(), 0)), w1(opts_for(stub.gw.port(), 1));
+  for (uint32_t round = 1; round <= 3; ++round) {
+    const auto g0 = gradient(0, round, kFloats), g1 = gradient(1, round, kFloats);
+    std::vector<float> buf0(kFloats, std::nanf("")), buf1 = g1;  // NaN: not written yet
+    Status st0, st1;
+    w0.begin_streaming();
+    std::thread t0([&] { st0 = w0.allreduce_streaming(buf0.data(), buf0.data(), kFloats, round, 10 * kSecond); });
+    std::thread t1([&] { st1 = w1.allreduce(buf1.data(), kFloats, round, 10 * kSecond); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // "backward": nothing is ready yet
+    std::copy(g0.begin(), g0.end(), buf0.begin());
+    w0.make_ready(kFloats);
+    t0.join();
+    t1.join();
+    w0.make_ready(kFloats);  // the late waiter
+    ASSERT_TRUE(st0.ok()) << st0.message;
+    ASSERT_TRUE(st1.ok()) << st1.message;
+    for (size_t k = 0; k < kFloats; ++k)
+      ASSERT_NEAR(buf0[k], (g0[k] + g1[k]) / 2, 4e-7f * (1 + std::abs(g0[k]))) << "round " << round << " index " << k;
+  }
+}
+
 // Half-precision gradients as the gateway sees them: the values a buffer of `dt` holds.
 std::vector<uint16_t> to_half(const std::vector<float>& g, Dtype dt) {
   std::vector<uint16_t> h(g.size());

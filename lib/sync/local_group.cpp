@@ -345,6 +345,7 @@ bool LocalGroup::result_ready(uint32_t round, size_t first, std::span<const floa
     // reads result_ and is abandoned before it is overwritten.
     results_open_ = true;
     for (uint32_t c = 0; c < chunks_; ++c) res_missing_[c] = static_cast<uint32_t>(acc_->chunk_elems(c));
+    results_left_ = chunks_;
     for (uint32_t w = 0; w < cfg_.workers; ++w) {
       abandon_result(w);
       if (push_[w] == Push::kOpen || push_[w] == Push::kDone || push_[w] == Push::kLate) start_result(w, now);
@@ -358,7 +359,10 @@ bool LocalGroup::result_ready(uint32_t round, size_t first, std::span<const floa
     if (hi <= lo || res_missing_[c] == 0) continue;
     const auto got = static_cast<uint32_t>(hi - lo);
     res_missing_[c] = got >= res_missing_[c] ? 0 : res_missing_[c] - got;
-    if (res_missing_[c] == 0) release_result_chunk(static_cast<uint32_t>(c));
+    if (res_missing_[c] == 0) {
+      --results_left_;
+      release_result_chunk(static_cast<uint32_t>(c));
+    }
   }
   return true;
 }

@@ -165,6 +165,9 @@ class LocalGroup final : private ltp::ReceiverSink {
   // never given are sent as this site's own mean (counted), and collecting round + 1 begins.
   // False (nothing changes) unless `round` is the round being collected.
   bool finish(uint32_t round, Nanos now, ltp::PacketSink& tx);
+  // Every float of the round being collected has been given by result_ready: finish() has
+  // nothing left to fill, and the workers may already have their whole result.
+  bool results_complete() const { return results_open_ && results_left_ == 0; }
 
   // Store and forward: sends `result` (model_floats values; copied) to every worker that
   // pushed for `round` (also those whose push arrived only after the push timeout) and starts
@@ -211,6 +214,7 @@ class LocalGroup final : private ltp::ReceiverSink {
   std::vector<float> result_;
   std::vector<uint32_t> res_missing_;  // per chunk: result floats not yet given this round
   bool results_open_ = false;          // result transfers of round_ have started
+  uint32_t results_left_ = 0;          // chunks whose res_missing_ is not yet 0
   Rng rng_;
   LocalGroupStats stats_;
   uint32_t round_ = 0;

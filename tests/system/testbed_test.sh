@@ -40,6 +40,17 @@ run() {  # run GATEWAY BACKEND EXPECT [TESTBED OPTIONS...]; the gateways' logs e
   cat "$OUT/$gw-$backend.json"; echo
 }
 
+# A worker pushes its next round the moment it has its whole result: the site's group must be
+# collecting that round by then (a round's workers are answered as soon as the whole result is
+# in, before the site's own transfers are all acknowledged), or the push is dropped and resent.
+no_early_pushes() {
+  local i
+  for i in 1 2 3; do
+    grep -q "worker DATA early 0$" "$OUT/logs/gateway-$i.log" ||
+      { echo "site $i: worker DATA of a round came before the group was collecting it"; grep "worker DATA early" "$OUT/logs/gateway-$i.log"; exit 1; }
+  done
+}
+
 run_mix() {  # the selmcast runs: sync_bench with the extra arguments in BENCH_MIX
   local saved=$BENCH
   BENCH=$BENCH_MIX
@@ -54,9 +65,11 @@ case "$KIND" in
     ;;
   stormgate)
     run stormgate stormgate global
+    no_early_pushes
     ;;
   stormgate2)
     run stormgate stormgate global --engines 2
+    no_early_pushes
     ;;
   adaptive)
     # compression: adaptive with no compute_ms_per_round: the gateways measure the workers'

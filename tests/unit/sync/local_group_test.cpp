@@ -664,7 +664,10 @@ TEST(LocalGroup, APushOfTheNextRoundBeforeFinishIsCountedAndResent) {
   while (s.lan.now_ < end && !(given && s.workers[0]->result->ended() && s.workers[1]->result->ended())) {
     if (!given && s.group->contribution_ready(1)) {
       auto c = s.group->contribution();
-      ASSERT_TRUE(s.group->result_ready(1, 0, c, s.lan.now_, s.gw_port));  // all of it, no finish()
+      ASSERT_TRUE(s.group->result_ready(1, 0, c.first(c.size() - 1), s.lan.now_, s.gw_port));
+      EXPECT_FALSE(s.group->results_complete()) << "one float still missing";
+      ASSERT_TRUE(s.group->result_ready(1, c.size() - 1, c.last(1), s.lan.now_, s.gw_port));  // no finish()
+      EXPECT_TRUE(s.group->results_complete());
       given = true;
     }
     step(end);
@@ -678,6 +681,7 @@ TEST(LocalGroup, APushOfTheNextRoundBeforeFinishIsCountedAndResent) {
   EXPECT_GT(s.group->receiver().stats().future_round, 0u) << "counted early (worker_early_data)";
   EXPECT_EQ(s.group->round(), 1u) << "round 2's DATA does not move a group whose round 1 is not finished";
   ASSERT_TRUE(s.group->finish(1, s.lan.now_, s.gw_port));
+  EXPECT_FALSE(s.group->results_complete()) << "round 2 has no result yet";
   s.workers[1]->begin(2, s.lan.now_, *s.ports[1]);
   while (s.lan.now_ < end && !s.group->contribution_ready(2)) step(end);
   ASSERT_TRUE(s.group->contribution_ready(2)) << "worker 0's resends complete its push";
