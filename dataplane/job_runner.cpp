@@ -209,12 +209,17 @@ void JobRunner::on_result(size_t first, size_t count) {
 // a later round's DATA, which the worker resends only after its RTO). The site's own
 // contribution is no longer read: every chunk of the result is final.
 void JobRunner::deliver_if_complete_st(Nanos now) {
-  if (delivered_ || !group_ || group_->round() != round_ || !group_->results_complete()) return;
-  delivered_ = group_->finish(round_, now, tx_);
-  if (delivered_) {
-    c_.worker_rounds.add();
-    delivered_at_ = now;
-  }
+  if (group_ && group_->round() == round_ && group_->results_complete()) deliver_st(now);
+}
+
+// Ends the workers' round once: whatever the group was not given goes out as the site's own
+// mean, and the group collects the next round. True if this call ended it.
+bool JobRunner::deliver_st(Nanos now) {
+  if (delivered_ || !group_->finish(round_, now, tx_)) return false;
+  delivered_ = true;
+  delivered_at_ = now;
+  c_.worker_rounds.add();
+  return true;
 }
 
 // Workers: contribution chunks that became final join the running WAN round at once (the
@@ -452,13 +457,7 @@ void JobRunner::count_round_st(Nanos now) {
     // Every result chunk went to the workers as it became final; this ends the round
     // (anything the WAN round gave up on is sent as the site's own mean), unless the whole
     // result already ended it (deliver_if_complete_st).
-    if (!delivered_) {
-      delivered_ = group_->finish(round_, now, tx_);
-      if (delivered_) {
-        c_.worker_rounds.add();
-        delivered_at_ = now;
-      }
-    }
+    deliver_st(now);
   }
 }
 
@@ -528,12 +527,7 @@ unsigned JobRunner::poll_st(Nanos now) {
     if (!end_round_st(now)) return 1;
     if (checked_) {
       if (group_) {
-        if (!delivered_ && group_->finish(round_, now, tx_)) {
-          delivered_ = true;
-          delivered_at_ = now;
-          c_.worker_rounds.add();
-          ++work;
-        }
+        if (deliver_st(now)) ++work;
         // The WAN round begins with the round's first push, or as soon as a peer sent DATA of
         // it to any of this site's engines (a peer's DATA of a round not begun here is dropped
         // and resent only after its timeout, which grows while this site's workers compute),

@@ -170,6 +170,7 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   bool followers_done(uint32_t round) const;
   bool end_round_st(Nanos now);
   void deliver_if_complete_st(Nanos now);
+  bool deliver_st(Nanos now);
   void count_round_st(Nanos now);
   void count_group_st();
   uint32_t next_synthetic_round() const;
