@@ -67,7 +67,8 @@ CodecId codec_of(Dtype d) {
 
 // Writes the gateway's result transfer (float32) straight into the output buffer, rounded to
 // its Dtype on the way; a chunk that never arrives keeps the worker's own gradient (Bubble
-// Filling with the local rule).
+// Filling with the local rule). So does a chunk the receiver took but this sink could not
+// (another size or codec): at the transfer's end no element of the output is left unwritten.
 class ResultSink final : public ltp::ReceiverSink {
  public:
   void reset(uint32_t round, uint8_t* out, const uint8_t* local, size_t n, Dtype dtype, uint32_t chunk_bytes,
@@ -80,8 +81,8 @@ class ResultSink final : public ltp::ReceiverSink {
     es_ = dtype_size(dtype);
     chunk_floats_ = chunk_bytes / 4;
     chunks_ = chunks;
-    seen_.assign(chunks, 0);
-    received_ = bubbles_ = mismatched_ = 0;
+    seen_.assign(chunks, kUnseen);
+    received_ = bubbles_ = mismatched_ = unfilled_ = 0;
     ended_ = false;
   }
 
@@ -91,7 +92,8 @@ class ResultSink final : public ltp::ReceiverSink {
       on_bubble(c, ltp::FillRule::kLocal);
       return;
     }
-    if (c.chunk_count != chunks_ || c.codec != CodecId::kF32 || c.chunk_index >= chunks_ || seen_[c.chunk_index]) {
+    if (c.chunk_count != chunks_ || c.codec != CodecId::kF32 || c.chunk_index >= chunks_ ||
+        seen_[c.chunk_index] != kUnseen) {
       ++mismatched_;
       return;
     }
@@ -102,28 +104,46 @@ class ResultSink final : public ltp::ReceiverSink {
       return;
     }
     store(out_ + off * es_, payload.data(), want);
-    seen_[c.chunk_index] = 1;
+    seen_[c.chunk_index] = kTaken;
     ++received_;
   }
 
   void on_bubble(const ltp::ChunkRef& c, ltp::FillRule) override {
-    if (c.key.round != round_ || ended_ || c.chunk_count != chunks_ || c.chunk_index >= chunks_) return;
-    const size_t off = static_cast<size_t>(c.chunk_index) * chunk_floats_;
-    const size_t cnt = std::min(chunk_floats_, n_ - off);
-    if (out_ != local_) std::memcpy(out_ + off * es_, local_ + off * es_, cnt * es_);
-    ++bubbles_;
+    if (c.key.round != round_ || ended_ || c.chunk_count != chunks_ || c.chunk_index >= chunks_ ||
+        seen_[c.chunk_index] != kUnseen)
+      return;
+    fill_local(c.chunk_index);
   }
 
   void on_transfer_end(const ltp::TransferSummary& s) override {
-    if (s.key.round == round_) ended_ = true;
+    if (s.key.round != round_ || ended_) return;
+    // Chunks the receiver counted as delivered but on_chunk refused (mismatched_), or bubbles
+    // of another chunk count: the worker's own values, never last round's or uninitialised.
+    for (uint32_t i = 0; i < chunks_; ++i)
+      if (seen_[i] == kUnseen) {
+        fill_local(i);
+        ++unfilled_;
+      }
+    ended_ = true;
   }
 
   bool ended() const { return ended_; }
   uint32_t received() const { return received_; }
   uint32_t bubbles() const { return bubbles_; }
   uint32_t mismatched() const { return mismatched_; }
+  uint32_t unfilled() const { return unfilled_; }  // of bubbles(): chunks filled only at the end
 
  private:
+  enum : uint8_t { kUnseen, kTaken, kFilled };
+
+  void fill_local(uint32_t i) {
+    const size_t off = static_cast<size_t>(i) * chunk_floats_;
+    const size_t cnt = std::min(chunk_floats_, n_ - off);
+    if (out_ != local_) std::memcpy(out_ + off * es_, local_ + off * es_, cnt * es_);
+    seen_[i] = kFilled;
+    ++bubbles_;
+  }
+
   // cnt float32 values (any alignment) into the buffer's type: the one rounding of the result.
   void store(uint8_t* dst, const uint8_t* src, size_t cnt) const {
     if (dtype_ == Dtype::kF32) {
@@ -147,7 +167,7 @@ class ResultSink final : public ltp::ReceiverSink {
   size_t chunk_floats_ = 1;
   uint32_t chunks_ = 0;
   std::vector<uint8_t> seen_;
-  uint32_t received_ = 0, bubbles_ = 0, mismatched_ = 0;
+  uint32_t received_ = 0, bubbles_ = 0, mismatched_ = 0, unfilled_ = 0;
   bool ended_ = false;
 };
 
@@ -660,12 +680,17 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
         return {ErrorCode::kProtocol, "gateway " + gw + ": round " + std::to_string(round) + " of exact job " +
                                           std::to_string(opts_.job) + " came back with " +
                                           std::to_string(m.result.bubbles()) + " of " + std::to_string(chunks) +
-                                          " chunks missing (the round ended without them: a peer or the job gone)"};
+                                          " chunks missing (" +
+                                          (m.result.unfilled() > 0
+                                               ? std::to_string(m.result.unfilled()) +
+                                                     " of them arrived malformed: another size or codec)"
+                                               : std::string("the round ended without them: a peer or the job gone)"))};
       if (target != out) std::memcpy(out, target, n * es);
       m.stats.rounds++;
       m.stats.push_retransmits += m.push->stats().retransmits;
       m.stats.push_bytes += m.push->stats().bytes_sent;
       m.stats.result_bubbles += m.result.bubbles();
+      m.stats.result_malformed += m.result.unfilled();
       m.stats.datagrams_sent = m.sock.stats().sent;
       m.stats.datagrams_received = m.sock.stats().received;
       m.stats.send_dropped = m.sock.stats().send_dropped + (m.sealing ? m.sealing->failed() : 0);

@@ -83,6 +83,7 @@ struct WorkerStats {
   uint64_t rounds = 0;
   uint64_t push_retransmits = 0;
   uint64_t result_bubbles = 0;    // result chunks filled with the own gradient
+  uint64_t result_malformed = 0;  // of those: chunks that came with another size or codec
   uint64_t push_bytes = 0;        // DATA bytes of the pushes (headers and retransmits included)
   uint64_t datagrams_sent = 0;
   uint64_t datagrams_received = 0;

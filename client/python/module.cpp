@@ -232,6 +232,7 @@ PYBIND11_MODULE(_stormgate, m) {
         d["push_retransmits"] = s.push_retransmits;
         d["push_bytes"] = s.push_bytes;
         d["result_bubbles"] = s.result_bubbles;
+        d["result_malformed"] = s.result_malformed;
         d["datagrams_sent"] = s.datagrams_sent;
         d["datagrams_received"] = s.datagrams_received;
         d["send_dropped"] = s.send_dropped;

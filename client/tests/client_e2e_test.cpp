@@ -748,5 +748,67 @@ TEST(ClientJob, WithATokenAPlainReplyIsRefused) {
   EXPECT_EQ(w.stats().refused, 1u);
 }
 
+// A gateway whose result transfer has one chunk of the wrong size: that chunk must not be left
+// as whatever the output held (the receiver counts it delivered, so no bubble comes for it).
+// It keeps the worker's own values, counted; an exact job fails the round naming it.
+std::thread answer_with_a_malformed_result(FakeGateway& fake, uint32_t round, size_t n, float value) {
+  return std::thread([&fake, round, n, value] {
+    uint8_t buf[2048];
+    sockaddr_in from{};
+    socklen_t len = sizeof(from);
+    for (;;) {  // the worker's first push chunk
+      const ssize_t got = recvfrom(fake.fd, buf, sizeof(buf), 0, reinterpret_cast<sockaddr*>(&from), &len);
+      if (got <= 0) return;
+      auto c = wire::parse_common(std::span<const uint8_t>(buf, static_cast<size_t>(got)));
+      if (c && c->type == wire::MsgType::kData) break;
+    }
+    const size_t per = 1344 / 4;
+    const uint32_t chunks = static_cast<uint32_t>((n + per - 1) / per);
+    std::vector<float> vals(per, value);
+    for (uint32_t i = 0; i < chunks; ++i) {
+      wire::DataFields f;
+      f.src_node = 1;
+      f.job = 1;
+      f.round = round;
+      f.chunk_index = i;
+      f.chunk_count = chunks;
+      const size_t floats = i == 1 ? 100 : std::min(per, n - i * per);  // chunk 1: short
+      std::vector<uint8_t> pkt(2048);
+      auto m = wire::build_data(pkt, f, {reinterpret_cast<const uint8_t*>(vals.data()), floats * 4});
+      ASSERT_TRUE(m.ok());
+      sendto(fake.fd, pkt.data(), *m, 0, reinterpret_cast<sockaddr*>(&from), len);
+    }
+  });
+}
+
+TEST(Client, AMalformedResultChunkKeepsTheOwnGradientNotStaleValues) {
+  const size_t n = 1000;  // 3 chunks of 336 floats: 336, 336, 328
+  for (const bool exact : {false, true}) {
+    FakeGateway fake;
+    auto th = answer_with_a_malformed_result(fake, 1, n, 7.0f);
+    WorkerOptions o = opts_for(fake.port, 0);
+    o.exact = exact;
+    Worker w(o);
+    ASSERT_TRUE(w.status().ok()) << w.status().message;
+    std::vector<float> g(n, 2.0f), out(n, std::nanf(""));
+    auto r = w.allreduce(g.data(), out.data(), n, 1, 5 * kSecond);
+    th.join();
+    if (exact) {
+      EXPECT_EQ(r.code, ErrorCode::kProtocol) << r.message;
+      EXPECT_NE(r.message.find("1 of them arrived malformed"), std::string::npos) << r.message;
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(out[0], 7.0f);
+    EXPECT_EQ(out[335], 7.0f);
+    EXPECT_EQ(out[336], 2.0f) << "the malformed chunk keeps the worker's own value";
+    EXPECT_EQ(out[671], 2.0f);
+    EXPECT_EQ(out[672], 7.0f);
+    EXPECT_EQ(out[999], 7.0f);
+    EXPECT_EQ(w.stats().result_malformed, 1u);
+    EXPECT_EQ(w.stats().result_bubbles, 1u);
+  }
+}
+
 }  // namespace
 }  // namespace sg::client
