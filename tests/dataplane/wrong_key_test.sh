@@ -9,14 +9,8 @@
 #   wrong_key_test.sh STORMGATE_BINARY
 set -uo pipefail
 BIN="$1"
-tmp="$(mktemp -d)"; [[ -n "${KEEP:-}" ]] && echo "logs in $tmp"
-sock="/run/sg-wk-$$.sock"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  [[ -n "${KEEP:-}" ]] || rm -rf "$tmp"; rm -rf "$sock" /var/run/dpdk/sgwk$$-a /var/run/dpdk/sgwk$$-b
-}
-trap cleanup EXIT
+source "$(dirname "$0")/memif_pair.sh"
+memif_pair_init sgwk
 fail() { echo "FAIL: $*"; for s in a b; do echo "--- $s"; tail -8 "$tmp/$s.log"; done; exit 1; }
 
 for s in a b; do
@@ -34,22 +28,14 @@ job: {model_bytes: 200000, rounds: 2, round_timeout_ms: 2000}
 security: {key_file: $tmp/$s.key}
 YAML
 done
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0"  # as memif_two_process.sh
 lcore=(0 1)
 i=0
 for s in a b; do
-  timeout 60 "$BIN" -l 0-1 --main-lcore "${lcore[$i]}" --no-huge --no-pci -m 192 --file-prefix "sgwk$$-$s" \
-    --log-level='*:warning' --log-level='stormgate.control:info' -- --config "$tmp/$s.yaml" --duration $((i == 0 ? 8 : 6)) \
-    > "$tmp/$s.log" 2>&1 &
-  pids+=($!)
+  memif_pair_start $s -l 0-1 --main-lcore "${lcore[$i]}" --no-huge --no-pci -m 192 \
+    --log-level='*:warning' --log-level='stormgate.control:info' -- --config "$tmp/$s.yaml" --duration $((i == 0 ? 8 : 6))
   i=$((i + 1))
 done
-codes=()
-for j in 0 1; do
-  wait "${pids[$j]}"
-  codes+=($?)
-done
-pids=()
+memif_pair_wait
 warned=0
 for s in a b; do
   echo "--- site $s"; grep -E 'fingerprint|key files|messages from|sealed:|job 1:|mbuf pool' "$tmp/$s.log"
@@ -70,10 +56,7 @@ done
   fail "different key files gave the same fingerprint"
 i=0
 for s in a b; do
-  c=${codes[$i]}
-  if [[ $c != 0 ]] && ! { [[ $c == 139 ]] && grep -q 'mbuf pool: \([0-9]*\) of \1 back' "$tmp/$s.log"; }; then
-    fail "site $s exit $c"
-  fi
+  memif_exit_ok $s "${codes[$i]}" || fail "site $s exit ${codes[$i]}"
   i=$((i + 1))
 done
 echo ok
