@@ -9,6 +9,7 @@
 
 #include "wire/arp.h"
 #include "wire/frame.h"
+#include "wire/job_msg.h"
 #include "wire/ltp_codec.h"
 #include "wire/measure_row.h"
 
@@ -79,6 +80,15 @@ void ltp_messages(std::span<const uint8_t> in) {
     check(n.ok());
     auto again = parse_reject(std::span<const uint8_t>(out).first(*n));
     check(again.ok() && again->offending_version == r->offending_version);
+  }
+  if (auto j = parse_job(in)) {
+    check(inside(in, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(j->text.data()), j->text.size())));
+    std::vector<uint8_t> jb(sizeof(JobHeader) + kJobMaxText);
+    auto n = build_job(jb, j->src_node, j->op, j->status, j->spec, j->text);
+    check(n.ok());
+    auto again = parse_job(std::span<const uint8_t>(jb).first(*n));
+    check(again.ok() && again->op == j->op && again->status == j->status && again->spec == j->spec &&
+          again->src_node == j->src_node && again->text == j->text);
   }
   (void)parse_common(in);
 }
