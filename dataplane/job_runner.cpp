@@ -482,6 +482,9 @@ void JobRunner::take_live_st(uint32_t round) {
   timeout_ms_ = t;
   if (sync_) sync_->set_round_timeout(static_cast<Nanos>(t) * kMilli);
   if (peer_) peer_->set_round_timeout(static_cast<Nanos>(t) * kMilli);
+  // A derived worker timeout (job.worker_timeout_ms 0) follows: the site still gives up on a
+  // dead worker before its peers give up on the site.
+  if (group_ && cfg_.job.worker_timeout_ms == 0) group_->set_push_timeout(static_cast<Nanos>(t / 2) * kMilli);
   if (role_.engine == 0)
     SG_LOG(INFO, dataplane, "job %u: round timeout %u ms from round %u (config reload)\n", cfg_.job.id, t, round);
 }

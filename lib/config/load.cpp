@@ -22,7 +22,7 @@ void read_site(MapReader& top, GatewayConfig& cfg) {
     return;
   }
   MapReader r(top.child("site"), "site", top.errors());
-  r.integer("id", 1, kU16, cfg.site.id, true);
+  r.integer("id", 1, wire::kMaxSiteId, cfg.site.id, true);
   r.string("name", cfg.site.name, true, 63);
   r.number("uplink_mbit", 0.0, 1e7, cfg.site.uplink_mbit);
 }
@@ -62,7 +62,7 @@ void read_path(const YAML::Node& n, const std::string& path, ErrorList& errs, Pe
   PathConfig p;
   r.integer("id", 0, wire::kPathSlots - 1, p.id, true);  // a DATA header names this many per peer
   r.string("port", p.port, true, 31);
-  r.integer_opt("via", 1, kU16, p.via);
+  r.integer_opt("via", 1, wire::kMaxSiteId, p.via);
   r.integer_opt("udp_src_port", 1, kU16, p.udp_src_port);
   peer.paths.push_back(std::move(p));
 }
@@ -71,14 +71,16 @@ void read_peer(const YAML::Node& n, const std::string& path, ErrorList& errs, Ga
   MapReader r(n, path, errs);
   if (!r.ok()) return;
   PeerConfig p;
-  r.integer("id", 1, kU16, p.id, true);
+  r.integer("id", 1, wire::kMaxSiteId, p.id, true);
   r.string("name", p.name, true, 63);
   r.ipv4("address", p.address, true);
   r.integer("udp_port", 1, kU16, p.udp_port);
   r.mac("mac", p.mac);
   r.number("uplink_mbit", 0.0, 1e7, p.uplink_mbit);
-  for_each_item(r.child("paths"), r.path_of("paths"), errs,
-                [&](const YAML::Node& item, const std::string& ip) { read_path(item, ip, errs, p); });
+  for_each_item(
+      r.child("paths"), r.path_of("paths"), errs,
+      [&](const YAML::Node& item, const std::string& ip) { read_path(item, ip, errs, p); },
+      "at least one path (or no paths key: the direct path out of the first port)");
   cfg.peers.push_back(std::move(p));
 }
 
@@ -208,12 +210,15 @@ void read_jobs(MapReader& top, const YAML::Node& root, ErrorList& errs, GatewayC
     return;
   }
   cfg.jobs_listed = true;
-  for_each_item(list, "jobs", errs, [&](const YAML::Node& n, const std::string& p) {
-    JobConfig j;
-    MapReader r(n, p, errs);
-    read_listed_job_keys(r, j);
-    cfg.jobs.push_back(j);
-  });
+  for_each_item(
+      list, "jobs", errs,
+      [&](const YAML::Node& n, const std::string& p) {
+        JobConfig j;
+        MapReader r(n, p, errs);
+        read_listed_job_keys(r, j);
+        cfg.jobs.push_back(j);
+      },
+      "at least one job (or no jobs key)");
   if (!cfg.jobs.empty()) cfg.job = cfg.jobs.front();
 }
 

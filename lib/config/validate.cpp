@@ -1,5 +1,6 @@
 // Checks that need more than one key: references between sections, uniqueness, sizes that
 // must fit each other. Runs after every key read cleanly.
+#include <algorithm>
 #include <set>
 
 #include "config/load.h"
@@ -55,12 +56,17 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
       errs.add_at(at + ".token_file", "only with " + at + ".workers > 0 (it admits the job's workers)", job.token_file);
     if (job.model_bytes % 4 != 0)
       errs.add_at(at + ".model_bytes", "a multiple of 4 (whole float32 values)", std::to_string(job.model_bytes));
-    if (job.model_bytes && job.model_bytes / cfg.transport.chunk_bytes + 1 > cfg.transport.max_chunks_per_transfer)
+    // The largest transfer: a worker's push of the whole gradient (in the workers' chunks), or
+    // one shard between gateways (at most the whole gradient in transport.chunk_bytes).
+    const uint32_t chunk = job.workers > 0 && job.worker_chunk_bytes > 0
+                               ? std::min(job.worker_chunk_bytes, cfg.transport.chunk_bytes)
+                               : cfg.transport.chunk_bytes;
+    if (chunk > 0 && (job.model_bytes + chunk - 1) / chunk > cfg.transport.max_chunks_per_transfer)
       errs.add_at(at + ".model_bytes",
-                  "at most transport.max_chunks_per_transfer chunks (" +
-                      std::to_string(cfg.transport.max_chunks_per_transfer) + " of " +
-                      std::to_string(cfg.transport.chunk_bytes) + " B)",
-                  std::to_string(job.model_bytes));
+                  "at most transport.max_chunks_per_transfer chunks of " + std::to_string(chunk) + " B (" +
+                      std::to_string(cfg.transport.max_chunks_per_transfer) + ")",
+                  std::to_string(job.model_bytes) + " bytes, " +
+                      std::to_string((job.model_bytes + chunk - 1) / chunk) + " chunks");
   };
   if (!cfg.jobs_listed) {
     check_job(cfg.job, "job");
@@ -111,11 +117,14 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
                       std::to_string(cfg.jobs.size()) + " job(s) of the YAML (a gateway runs at most " +
                       std::to_string(kMaxJobs) + ")",
                   std::to_string(cfg.admission.max_jobs));
-    if (!cfg.job.token_file.empty())
-      errs.add_at("job.token_file",
-                  "unset with admission.enabled (announced jobs' workers seal with their job's token, derived from "
-                  "admission.token_file)",
-                  cfg.job.token_file);
+    for (size_t i = 0; i < (cfg.jobs_listed ? cfg.jobs.size() : 1); ++i) {
+      const JobConfig& j = cfg.jobs_listed ? cfg.jobs[i] : cfg.job;
+      if (!j.token_file.empty())
+        errs.add_at(cfg.jobs_listed ? "jobs[" + std::to_string(i) + "].token_file" : "job.token_file",
+                    "unset with admission.enabled (announced jobs' workers seal with their job's token, derived "
+                    "from admission.token_file)",
+                    j.token_file);
+    }
   } else if (!cfg.admission.token_file.empty()) {
     errs.add_at("admission.token_file", "only with admission.enabled: true (it admits announced jobs' workers)",
                 cfg.admission.token_file);
@@ -167,6 +176,12 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
     for (size_t j = 0; j < peer.paths.size(); ++j) {
       const auto& pa = peer.paths[j];
       const std::string path = "peers[" + std::to_string(i) + "].paths[" + std::to_string(j) + "]";
+      if (!pa.udp_src_port && cfg.transport.udp_port + 1u + pa.id > 65535u)
+        errs.add_at("transport.udp_port",
+                    "at most " + std::to_string(65534 - pa.id) + " so that " + path +
+                        "'s default source port (udp_port + 1 + path id) is a UDP port, or that path's "
+                        "udp_src_port set",
+                    std::to_string(cfg.transport.udp_port));
       if (!path_ids.insert(pa.id).second)
         errs.add_at(path + ".id", "a path id used once per peer", "a second path " + std::to_string(pa.id));
       if (!cfg.find_port(pa.port)) {

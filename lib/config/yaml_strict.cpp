@@ -3,6 +3,7 @@
 #include <yaml-cpp/eventhandler.h>
 
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 #include <sstream>
 
@@ -17,7 +18,12 @@ class DuplicateKeyFinder final : public YAML::EventHandler {
   void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& m, YAML::anchor_t) override { leaf(m, "~"); }
-  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { leaf(m, "*alias"); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override {
+    // An alias as a key hides what the key is from this scan, so a duplicate could pass.
+    if (!stack_.empty() && stack_.back().is_map && stack_.back().expect_key)
+      errors_.add(m.line, m.column, stack_.back().path, "plain keys", "an alias (*name) used as a key");
+    leaf(m, "*alias@" + std::to_string(m.pos));
+  }
   void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string& v) override { leaf(m, v); }
   void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
     open(false);
@@ -190,10 +196,17 @@ bool MapReader::scalar(const std::string& key, YAML::Node& n, const std::string&
   return true;
 }
 
+bool MapReader::unquoted(const YAML::Node& n, const std::string& key, const std::string& expected) {
+  if (n.Tag() != "!") return true;  // yaml-cpp tags quoted scalars "!", plain ones "?"
+  errors_.add(n.Mark().line, n.Mark().column, path_of(key), expected + " (unquoted)",
+              "the quoted string " + quote(n.Scalar()));
+  return false;
+}
+
 bool MapReader::read_int(const std::string& key, int64_t min, int64_t max, int64_t& out, bool required) {
   const std::string expected = "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
   YAML::Node n;
-  if (!scalar(key, n, expected, required)) return false;
+  if (!scalar(key, n, expected, required) || !unquoted(n, key, expected)) return false;
   const std::string& s = n.Scalar();
   int64_t v = 0;
   const char* b = s.data();
@@ -216,7 +229,7 @@ void MapReader::number(const std::string& key, double min, double max, double& o
   std::ostringstream exp;
   exp << "a number in [" << min << ", " << max << "]";
   YAML::Node n;
-  if (!scalar(key, n, exp.str(), required)) return;
+  if (!scalar(key, n, exp.str(), required) || !unquoted(n, key, exp.str())) return;
   const std::string& s = n.Scalar();
   double v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -233,7 +246,7 @@ void MapReader::number(const std::string& key, double min, double max, double& o
 
 void MapReader::boolean(const std::string& key, bool& out) {
   YAML::Node n;
-  if (!scalar(key, n, "true or false", false)) return;
+  if (!scalar(key, n, "true or false", false) || !unquoted(n, key, "true or false")) return;
   const std::string& s = n.Scalar();
   if (s == "true") {
     out = true;
@@ -254,6 +267,17 @@ void MapReader::string(const std::string& key, std::string& out, bool required, 
     errors_.add(n.Mark().line, n.Mark().column, path_of(key), expected,
                 s.empty() ? "an empty string" : std::to_string(s.size()) + " characters");
     return;
+  }
+  // The file's raw bytes were checked, but a quoted string's escapes ("\n", "\x1b", "\0")
+  // decode to control characters: they would end up in logs, telemetry and DPDK's devargs.
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      char found[64];
+      std::snprintf(found, sizeof found, "the control character 0x%02x at offset %zu", c, i);
+      errors_.add(n.Mark().line, n.Mark().column, path_of(key), expected + " without control characters", found);
+      return;
+    }
   }
   out = s;
 }
@@ -302,10 +326,14 @@ int MapReader::choice(const std::string& key, const std::vector<std::string>& na
 }
 
 void for_each_item(const YAML::Node& seq, const std::string& path, ErrorList& errors,
-                   const std::function<void(const YAML::Node&, const std::string&)>& fn) {
+                   const std::function<void(const YAML::Node&, const std::string&)>& fn, const char* if_empty) {
   if (!seq.IsDefined() || seq.IsNull()) return;
   if (!seq.IsSequence()) {
     errors.add(seq.Mark().line, seq.Mark().column, path, "a list", describe(seq));
+    return;
+  }
+  if (if_empty && seq.size() == 0) {
+    errors.add(seq.Mark().line, seq.Mark().column, path, if_empty, "an empty list");
     return;
   }
   for (size_t i = 0; i < seq.size(); ++i) {

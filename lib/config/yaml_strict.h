@@ -65,6 +65,8 @@ class MapReader {
  private:
   void note(const std::string& key);  // asked for (known), and told to the key observer
   bool read_int(const std::string& key, int64_t min, int64_t max, int64_t& out, bool required);
+  // A number or boolean written as a quoted string ("1", "true") is an error: false then.
+  bool unquoted(const YAML::Node& n, const std::string& key, const std::string& expected);
   bool scalar(const std::string& key, YAML::Node& n, const std::string& expected, bool required);
 
   YAML::Node node_;
@@ -79,8 +81,10 @@ class MapReader {
 // concurrent loads.
 void set_key_observer(std::function<void(const std::string& key_path)> observer);
 
-// Calls fn(node, "path[i]") for each item of a sequence; a non-sequence is an error.
+// Calls fn(node, "path[i]") for each item of a sequence; a non-sequence is an error, and so
+// is an empty one when `if_empty` says what is expected instead.
 void for_each_item(const YAML::Node& seq, const std::string& path, ErrorList& errors,
-                   const std::function<void(const YAML::Node&, const std::string&)>& fn);
+                   const std::function<void(const YAML::Node&, const std::string&)>& fn,
+                   const char* if_empty = nullptr);
 
 }  // namespace sg::config

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "aggregate/accumulator.h"
+#include "wire/ltp_header.h"
 #include "common/rng.h"
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
@@ -60,7 +61,7 @@
 
 namespace sg::sync {
 
-inline constexpr uint16_t kWorkerNodeBase = 0x8000;
+inline constexpr uint16_t kWorkerNodeBase = wire::kWorkerNodeBase;  // worker w is node kWorkerNodeBase + w
 inline constexpr uint32_t kMaxLocalWorkers = 4096;
 
 inline ltp::ReceiverConfig reliable_receiver() {
@@ -178,6 +179,10 @@ class LocalGroup final : private ltp::ReceiverSink {
   bool deliver(uint32_t round, std::span<const float> result, Nanos now, ltp::PacketSink& tx);
   // Every result transfer of the last round's results has ended (acked, closed or given up).
   bool round_delivered() const;
+
+  // A live change (config reload): applies from the wait that is under way.
+  void set_push_timeout(Nanos t) { cfg_.push_timeout = t; }
+  Nanos push_timeout() const { return cfg_.push_timeout; }
 
   const LocalGroupStats& stats() const { return stats_; }
   const ltp::Receiver& receiver() const { return *receiver_; }

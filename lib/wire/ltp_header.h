@@ -66,6 +66,11 @@ struct LtpCommon {
 };
 static_assert(sizeof(LtpCommon) == 12 && alignof(LtpCommon) == 1);
 
+// Node ids (src_node): gateways' site ids below kWorkerNodeBase, a site's training workers
+// from it up (kWorkerNodeBase + worker index; lib/sync/local_group.h).
+inline constexpr uint16_t kWorkerNodeBase = 0x8000;
+inline constexpr uint16_t kMaxSiteId = kWorkerNodeBase - 1;
+
 // DATA path_id bit 15: the copy crossed a relay site (NetStorm multipath), so its arrival
 // measures the relay's link, not the sender's. The rest of path_id is the sender's business
 // (lib/ltp echoes it in ACKs; the dataplane's layout is in dataplane/path_id.h).

@@ -7,6 +7,7 @@
 #include <rte_mbuf.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,87 +56,131 @@ class Io final : public EngineIo {
   EngineCounters c_;
 };
 
-TEST(JobRunnerWorkers, TheRoundEndsOnThePacketThatCompletesIt) {
-  const std::string yaml =
-      "site: {id: 1, name: solo}\n"
-      "ports:\n  - {name: lan, vdev: ring, ipv4: 10.0.0.1, mac: \"02:00:00:00:00:01\"}\n"
-      "job: {id: 5, model_bytes: " + std::to_string(kChunk * kChunks) + ", workers: 1, worker_chunk_bytes: " +
-      std::to_string(kChunk) + ", round_timeout_ms: 5000}\n";
-  auto loaded = config::load_config_text(yaml, "test");
-  ASSERT_TRUE(loaded.config) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
-  const config::GatewayConfig& cfg = *loaded.config;
-
-  rte_mempool* pool = create_pool("jrw", 1023, 32, RTE_MBUF_DEFAULT_BUF_SIZE);
-  ASSERT_NE(pool, nullptr);
-  Io io(pool);
-  Port p;
-  p.name = "lan";
-  p.ipv4 = 0x0a000001;
-  p.rx_queues = p.tx_queues = 1;
-  std::vector<Port> ports{p};
-  Neighbours nbrs;
-  std::vector<PeerRoute> routes;
-  LtpCounters counters;
-  {
-    topo::Plan plan;
+// One site, one JobRunner on engine 0 with `workers` local workers; worker 0's address is
+// known (as the handler learns it from its first packet). Every mbuf must be back at the end.
+struct OneSite {
+  explicit OneSite(uint32_t workers, uint32_t round_timeout_ms) {
+    const std::string yaml =
+        "site: {id: 1, name: solo}\n"
+        "ports:\n  - {name: lan, vdev: ring, ipv4: 10.0.0.1, mac: \"02:00:00:00:00:01\"}\n"
+        "job: {id: 5, model_bytes: " + std::to_string(kChunk * kChunks) + ", workers: " + std::to_string(workers) +
+        ", worker_chunk_bytes: " + std::to_string(kChunk) + ", round_timeout_ms: " +
+        std::to_string(round_timeout_ms) + "}\n";
+    auto loaded = config::load_config_text(yaml, "test");
+    if (!loaded.config) {
+      ADD_FAILURE() << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
+      return;
+    }
+    cfg = *loaded.config;
+    Port p;
+    p.name = "lan";
+    p.ipv4 = 0x0a000001;
+    p.rx_queues = p.tx_queues = 1;
+    ports = {p};
     std::string err;
-    ASSERT_TRUE(initial_plan(cfg, plan, err)) << err;
-    LtpTx tx(ports, nbrs, routes, counters);
-    tx.bind_st(&io);
-    JobRunner runner(cfg, plan, 1, tx);
-    WorkerAddr wa;  // what the handler learns from the worker's first packet
+    if (!initial_plan(cfg, plan, err)) {
+      ADD_FAILURE() << err;
+      return;
+    }
+    tx = std::make_unique<LtpTx>(ports, nbrs, routes, counters);
+    tx->bind_st(&io);
+    runner = std::make_unique<JobRunner>(cfg, plan, 1, *tx);
+    WorkerAddr wa;
     wa.valid = true;
     wa.ipv4 = 0x0a000009;
     wa.udp_port = 40000;
-    tx.learn_worker_st(sync::kWorkerNodeBase, wa);
-
-    // The worker: a fresh sender per push, as the client's transfer.
-    ltp::DeliveryRateController rc;
-    Rng rng(7);
-    std::vector<float> grad(kChunk * kChunks / 4, 1.5f);
-    Nanos now = kMilli;
-    auto push_round = [&](uint32_t round) {
-      ltp::SenderConfig sc;
-      sc.local_node = sync::kWorkerNodeBase;
-      sc.peer_node = cfg.site.id;
-      sc.max_chunks = kChunks;
-      ltp::Sender push(sc, rc, rng);
-      ltp::TransferSpec s;
-      s.job = cfg.job.id;
-      s.round = round;
-      s.chunk_size = kChunk;
-      s.data = {reinterpret_cast<const uint8_t*>(grad.data()), grad.size() * 4};
-      EXPECT_TRUE(push.start(s, now));
-      push.release_all(now);
-      Capture out;  // paced: polled on the sender's own clock until the whole push is out
-      for (Nanos t = now; out.msgs.size() < kChunks && t < now + kSecond;) t = std::max(t + 1, push.poll(t, out));
-      return out.msgs;
-    };
-
-    for (uint32_t round = 1; round <= 2; ++round) {
-      const auto data = push_round(round);
-      ASSERT_EQ(data.size(), kChunks) << "the whole push in the first window";
-      runner.on_packet_st(data[0], now);
-      runner.poll_st(now);  // the WAN round begins with the first push
-      EXPECT_EQ(runner.round(), round);
-      for (uint32_t i = 1; i + 1 < kChunks; ++i) runner.on_packet_st(data[i], now);
-      runner.poll_st(now);
-      EXPECT_EQ(runner.counters().worker_rounds.get(), round - 1) << "a chunk is still missing";
-      // No poll after the last chunk: in round 2 this is the worker that got its result
-      // (on an ACK, before the next poll) and pushed at once.
-      runner.on_packet_st(data[kChunks - 1], now);
-      EXPECT_EQ(runner.counters().rounds.get(), round);
-      EXPECT_EQ(runner.counters().worker_rounds.get(), round) << "the round ended on the packet that completed it";
-      now += kMicro;
-    }
-    runner.poll_st(now);
-    EXPECT_EQ(runner.counters().worker_timeouts.get(), 0u);
-    EXPECT_EQ(runner.counters().worker_early.get(), 0u);
-    runner.release_st();
+    tx->learn_worker_st(sync::kWorkerNodeBase, wa);
   }
-  EXPECT_GT(io.sent, 0u) << "ACKs and results went out to the worker";
-  EXPECT_EQ(rte_mempool_avail_count(pool), 1023u) << "every mbuf back";
-  rte_mempool_free(pool);
+  ~OneSite() {
+    if (runner) runner->release_st();
+    runner.reset();
+    tx.reset();
+    EXPECT_EQ(rte_mempool_avail_count(pool), 1023u) << "every mbuf back";
+    rte_mempool_free(pool);
+  }
+
+  // Worker 0's whole push of `round`, one LTP message per chunk: a fresh sender per push, as
+  // the client's transfer, polled on its own clock until everything is out.
+  std::vector<std::vector<uint8_t>> push(uint32_t round, Nanos now) {
+    ltp::SenderConfig sc;
+    sc.local_node = sync::kWorkerNodeBase;
+    sc.peer_node = cfg.site.id;
+    sc.max_chunks = kChunks;
+    ltp::Sender s(sc, rc, rng);
+    ltp::TransferSpec t;
+    t.job = cfg.job.id;
+    t.round = round;
+    t.chunk_size = kChunk;
+    t.data = {reinterpret_cast<const uint8_t*>(grad.data()), grad.size() * 4};
+    EXPECT_TRUE(s.start(t, now));
+    s.release_all(now);
+    Capture out;
+    for (Nanos at = now; out.msgs.size() < kChunks && at < now + kSecond;) at = std::max(at + 1, s.poll(at, out));
+    return out.msgs;
+  }
+
+  config::GatewayConfig cfg;
+  rte_mempool* pool = create_pool("jrw", 1023, 32, RTE_MBUF_DEFAULT_BUF_SIZE);
+  Io io{pool};
+  std::vector<Port> ports;
+  Neighbours nbrs;
+  std::vector<PeerRoute> routes;
+  LtpCounters counters;
+  topo::Plan plan;
+  std::unique_ptr<LtpTx> tx;
+  std::unique_ptr<JobRunner> runner;
+  ltp::DeliveryRateController rc;
+  Rng rng{7};
+  std::vector<float> grad = std::vector<float>(kChunk * kChunks / 4, 1.5f);
+};
+
+TEST(JobRunnerWorkers, TheRoundEndsOnThePacketThatCompletesIt) {
+  OneSite site(1, 5000);
+  ASSERT_TRUE(site.runner);
+  JobRunner& runner = *site.runner;
+  Nanos now = kMilli;
+  for (uint32_t round = 1; round <= 2; ++round) {
+    const auto data = site.push(round, now);
+    ASSERT_EQ(data.size(), kChunks) << "the whole push in the first window";
+    runner.on_packet_st(data[0], now);
+    runner.poll_st(now);  // the WAN round begins with the first push
+    EXPECT_EQ(runner.round(), round);
+    for (uint32_t i = 1; i + 1 < kChunks; ++i) runner.on_packet_st(data[i], now);
+    runner.poll_st(now);
+    EXPECT_EQ(runner.counters().worker_rounds.get(), round - 1) << "a chunk is still missing";
+    // No poll after the last chunk: in round 2 this is the worker that got its result
+    // (on an ACK, before the next poll) and pushed at once.
+    runner.on_packet_st(data[kChunks - 1], now);
+    EXPECT_EQ(runner.counters().rounds.get(), round);
+    EXPECT_EQ(runner.counters().worker_rounds.get(), round) << "the round ended on the packet that completed it";
+    now += kMicro;
+  }
+  runner.poll_st(now);
+  EXPECT_EQ(runner.counters().worker_timeouts.get(), 0u);
+  EXPECT_EQ(runner.counters().worker_early.get(), 0u);
+  EXPECT_GT(site.io.sent, 0u) << "ACKs and results went out to the worker";
+}
+
+// A reload of job.round_timeout_ms (set_live) moves a derived worker timeout (worker_timeout_ms
+// 0: half the round timeout) with it: a site with a dead worker gives up on it after half the
+// new round timeout, not the old one, so before its peers give up on the site.
+TEST(JobRunnerWorkers, AReloadedRoundTimeoutMovesTheDerivedWorkerTimeout) {
+  OneSite site(2, 8000);  // worker 1 is dead
+  ASSERT_TRUE(site.runner);
+  JobRunner& runner = *site.runner;
+  runner.set_live(site.cfg.job.rounds, 1000);  // reloaded before the round: worker timeout 500 ms
+  const Nanos now = kMilli;
+  const auto data = site.push(1, now);
+  ASSERT_EQ(data.size(), kChunks);
+  for (const auto& m : data) runner.on_packet_st(m, now);
+  runner.poll_st(now);  // the round begins and takes the reloaded timeout
+  EXPECT_EQ(runner.round(), 1u);
+  for (int i = 0; i < 4; ++i) runner.poll_st(now + 400 * kMilli + i * kMicro);
+  EXPECT_EQ(runner.counters().worker_timeouts.get(), 0u) << "before the new worker timeout";
+  EXPECT_EQ(runner.counters().worker_rounds.get(), 0u);
+  for (int i = 0; i < 4; ++i) runner.poll_st(now + 600 * kMilli + i * kMicro);
+  EXPECT_EQ(runner.counters().worker_timeouts.get(), 1u)
+      << "half the reloaded round timeout (500 ms), not half the old one (4 s)";
 }
 
 }  // namespace

@@ -187,6 +187,97 @@ TEST(ConfigErrors, BooleansMustBeTrueOrFalse) {
   EXPECT_EQ(e.expected, "true or false");
 }
 
+TEST(ConfigErrors, NumbersAndBooleansWrittenAsQuotedStringsAreRefused) {
+  for (const std::string& line : {"transport:\n  udp_port: \"7400\"\n", "transport:\n  max_loss_fraction: '0.1'\n",
+                                   "topology:\n  multipath: \"true\"\n"}) {
+    ConfigError e = one_error(kMinimal + line);
+    EXPECT_NE(e.expected.find("(unquoted)"), std::string::npos) << e.to_string();
+    EXPECT_NE(e.found.find("quoted string"), std::string::npos) << e.to_string();
+  }
+}
+
+TEST(ConfigErrors, ControlCharactersFromEscapesAreRefused) {
+  // The raw file is clean text; the escapes decode to a newline and a NUL.
+  std::string t = R"(site: {id: 1, name: "a\nb"}
+ports:
+  - {name: "p\0", vdev: net_ring0, ipv4: 10.0.0.1}
+)";
+  LoadResult r = load_config_text(t, "t.yaml");
+  ASSERT_FALSE(r.config);
+  ASSERT_EQ(r.errors.size(), 2u) << all_errors(r);
+  EXPECT_EQ(r.errors[0].key_path, "site.name");
+  EXPECT_NE(r.errors[0].found.find("control character 0x0a"), std::string::npos) << all_errors(r);
+  EXPECT_EQ(r.errors[1].key_path, "ports[0].name");
+  EXPECT_NE(r.errors[1].found.find("0x00"), std::string::npos) << all_errors(r);
+}
+
+TEST(ConfigErrors, AnAliasAsAKeyIsRefused) {
+  // With an alias for a key the duplicate check cannot see the key: this one repeats
+  // stats_interval_ms, and yaml-cpp would keep the first value unchecked.
+  std::string t = kMinimal;
+  t += "telemetry: {&k stats_interval_ms : 5, *k : -1}\n";
+  LoadResult r = load_keyed(t, "t.yaml");
+  ASSERT_FALSE(r.config);
+  ASSERT_GE(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].found, "an alias (*name) used as a key") << all_errors(r);
+  EXPECT_EQ(r.errors[0].key_path, "telemetry");
+}
+
+TEST(ConfigErrors, SiteIdsStopWhereWorkerNodeIdsBegin) {
+  // Node ids from 32768 are a site's workers' (kWorkerNodeBase): a gateway there would be
+  // taken for a worker by its peers.
+  std::string t = kMinimal;
+  t.replace(t.find("id: 2"), 5, "id: 32768");
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "peers[0].id");
+  EXPECT_EQ(e.expected, "an integer in [1, 32767]");
+  t = kMinimal;
+  t.replace(t.find("id: 1"), 5, "id: 40000");
+  EXPECT_EQ(one_error(t).key_path, "site.id");
+}
+
+TEST(ConfigErrors, EmptyListsOfPathsOrJobsAreRefused) {
+  std::string t = kMinimal;
+  t += "    paths: []\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "peers[0].paths");
+  EXPECT_EQ(e.found, "an empty list");
+  t = kMinimal;
+  t += "jobs: []\n";
+  e = one_error(t);
+  EXPECT_EQ(e.key_path, "jobs");
+  EXPECT_EQ(e.found, "an empty list");
+}
+
+TEST(ConfigErrors, ADefaultSourcePortPast65535IsRefused) {
+  std::string t = kMinimal;
+  t += "    paths: [{id: 0, port: p0}, {id: 3, port: p0, udp_src_port: 9000}]\ntransport: {udp_port: 65535}\n";
+  ConfigError e = one_error(t);  // path 3 has its own port; path 0's default would be 0
+  EXPECT_EQ(e.key_path, "transport.udp_port");
+  EXPECT_NE(e.expected.find("peers[0].paths[0]"), std::string::npos) << e.to_string();
+  t = kMinimal;
+  t += "transport: {udp_port: 65534}\n";  // the implicit direct path 0: 65535
+  EXPECT_TRUE(load_keyed(t, "t.yaml").config.has_value());
+}
+
+TEST(ConfigErrors, MaxChunksPerTransferCountsWholeChunksOfTheLargestTransfer) {
+  // Exactly the limit: 4 chunks of 64 B. One byte more is a fifth chunk.
+  std::string t = kMinimal;
+  t += "transport: {chunk_bytes: 64, max_chunks_per_transfer: 4}\njob: {model_bytes: 256}\n";
+  EXPECT_TRUE(load_keyed(t, "t.yaml").config.has_value()) << all_errors(load_keyed(t, "t.yaml"));
+  t = kMinimal;
+  t += "transport: {chunk_bytes: 64, max_chunks_per_transfer: 4}\njob: {model_bytes: 260}\n";
+  ConfigError e = one_error(t);
+  EXPECT_EQ(e.key_path, "job.model_bytes");
+  EXPECT_NE(e.found.find("5 chunks"), std::string::npos) << e.to_string();
+  // The workers' pushes are the whole gradient in their own (smaller) chunks.
+  t = kMinimal;
+  t += "transport: {chunk_bytes: 128, max_chunks_per_transfer: 4}\n"
+       "job: {model_bytes: 512, workers: 1, worker_chunk_bytes: 64}\n";
+  e = one_error(t);
+  EXPECT_NE(e.expected.find("chunks of 64 B"), std::string::npos) << e.to_string();
+}
+
 TEST(ConfigErrors, BadAddresses) {
   std::string t = std::string(kMinimal);
   t.replace(t.find("10.0.0.2"), 8, "10.0.0.256");
@@ -495,6 +586,10 @@ TEST(ConfigSecurity, AdmissionTokenOnlyWithAdmissionFoundNextToTheConfigAndNotBe
   e = one_error(keyed + "admission: {enabled: true, token_file: /a}\njob: {workers: 1, token_file: /t}\n");
   EXPECT_EQ(e.key_path, "job.token_file");
   EXPECT_NE(e.expected.find("derived from admission.token_file"), std::string::npos) << e.to_string();
+  // A jobs list: the error names the item that holds the token, with its position.
+  e = one_error(keyed + "admission: {enabled: true}\njobs:\n  - {id: 1, model_bytes: 4000, workers: 1, token_file: /t}\n");
+  EXPECT_EQ(e.key_path, "jobs[0].token_file");
+  EXPECT_GT(e.line, 0);
   char dir[] = "/tmp/sgcfgXXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string path = std::string(dir) + "/site.yaml";
