@@ -52,7 +52,9 @@ void Sprayer::set_plan(const topo::Plan& plan, const std::vector<uint16_t>& site
     int to = -1;
     for (size_t i = 0; i < sites.size(); ++i)
       if (sites[i] == p.id) to = static_cast<int>(i);
-    const topo::LinkSplit* ls = to >= 0 ? plan.split_for(self, to) : nullptr;
+    // With relays off here (topology.multipath: false) the plan's splits are not this site's
+    // to follow: another site's planner may have made them.
+    const topo::LinkSplit* ls = standby_ && to >= 0 ? plan.split_for(self, to) : nullptr;
     unsigned direct = 0;
     for (unsigned k = 0; k < p.count; ++k) direct += p.slot[k].via == 0;
     double direct_share = ls ? ls->direct_weight : 1.0;

@@ -77,7 +77,8 @@ class Sprayer {
   void set_mode(SprayMode m) { mode_ = m; }
   // Weights from each path's measured delivery rate (default) or from the plan alone.
   void set_measured_weights(bool on) { measured_ = on; }
-  // Relays without plan weight as overflow for a backlogged slot (kAdaptive; default on).
+  // Relays at all (topology.multipath; default on): off, the plan's relay splits are ignored
+  // (set_plan after this) and no chunk takes a relay as overflow for a backlogged slot.
   void set_standby_relays(bool on) { standby_ = on; }
   bool standby_relays() const { return standby_; }
   static constexpr int kRateEpochs = 4;

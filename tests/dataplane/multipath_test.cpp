@@ -63,6 +63,26 @@ TEST(Sprayer, WeightedModeDealsChunksExactlyByThePlansSplit) {
   EXPECT_EQ(sp.pick_st(7, 1400, 0), -1) << "unknown peer: the caller's direct route";
 }
 
+TEST(Sprayer, WithMultipathOffHereThePlansRelaySplitIsIgnored) {
+  // The plan comes from the coordinator's planner, whose topology.multipath may be on.
+  Sprayer sp;
+  sp.set_standby_relays(false);
+  ASSERT_EQ(sp.add_path(2, 0, 0), 0);
+  ASSERT_EQ(sp.add_path(2, 1, 3), 1);
+  topo::Plan plan;
+  plan.splits.push_back(topo::LinkSplit{0, 1, 3, {topo::Relay{2, 1}}});
+  sp.set_plan(plan, {1, 2, 3}, 0);
+  EXPECT_GT(sp.weight(2, 0), 0.0);
+  EXPECT_EQ(sp.weight(2, 1), 0.0);
+  for (SprayMode m : {SprayMode::kWeighted, SprayMode::kAdaptive}) {
+    sp.set_mode(m);
+    for (int i = 0; i < 200; ++i) {
+      ASSERT_EQ(sp.pick_st(2, 1400, i), 0) << "every chunk on its direct path";
+      sp.on_sent_st(2, 0, 1400, i);
+    }
+  }
+}
+
 // Two paths of one transfer, 3 and 1 packets per tick, 10 ticks of delay each way: the sender
 // offers 4 packets per tick. Returns the ticks until `total` packets were delivered, and the
 // share of packets the fast path carried.
@@ -250,8 +270,9 @@ struct Testbed {
   topo::Plan plan;
   int lanes, queues;
 
+  // site0_multipath: site 0's topology.multipath (the others' is on).
   Testbed(const std::string& tag, uint32_t rounds, uint64_t model_bytes, int nlanes, bool relay, int nq,
-          uint16_t direct_w, uint16_t relay_w)
+          uint16_t direct_w, uint16_t relay_w, bool site0_multipath = true)
       : lanes(nlanes), queues(nq) {
     pool = create_pool("mp" + tag, 16383, 64, RTE_MBUF_DEFAULT_BUF_SIZE);
     EXPECT_NE(pool, nullptr);
@@ -322,8 +343,10 @@ struct Testbed {
       }
     }
     std::string err;
-    sites[0].cfg.topology.multipath = false;
-    EXPECT_TRUE(initial_plan(sites[0].cfg, plan, err)) << err;
+    sites[0].cfg.topology.multipath = site0_multipath;
+    config::GatewayConfig unsplit = sites[0].cfg;  // the plan's splits are the test's own
+    unsplit.topology.multipath = false;
+    EXPECT_TRUE(initial_plan(unsplit, plan, err)) << err;
     // Every directed link split: direct_w to the link, relay_w through the third site.
     for (int a = 0; a < kSites; ++a)
       for (int b = 0; b < kSites; ++b)
@@ -450,9 +473,6 @@ TEST(Multipath, RelayedPlanGivesExactMeansAndTheRelayOnlyForwards) {
   // Every link sends 2 of 3 chunks direct and 1 through the third site.
   Testbed tb("r", 3, 256 * 1024, 1, /*relay=*/true, 1, 2, 1);
   tb.set_mode(SprayMode::kWeighted);
-  // topology.multipath reaches the sprayer (the harness plans from site 0 with it off).
-  EXPECT_FALSE(tb.sites[0].tx->sprayer().standby_relays());
-  EXPECT_TRUE(tb.sites[1].tx->sprayer().standby_relays());
   // The estimator's samples, as the control thread would take them.
   rte_ring* samples[kSites];
   for (int i = 0; i < kSites; ++i) {
@@ -525,6 +545,29 @@ TEST(Multipath, RelayedPlanGivesExactMeansAndTheRelayOnlyForwards) {
   const double share = static_cast<double>(relayed) / static_cast<double>(tb.sum(&LtpCounters::data_tx));
   EXPECT_GT(share, 0.15);
   EXPECT_LT(share, 0.5);
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
+}
+
+TEST(Multipath, ASiteWithMultipathOffSendsDirectWhateverThePlanSays) {
+  // Every link's plan splits 2:1 through the third site, but site 0 has topology.multipath
+  // off: its chunks all go direct; the others relay, through site 0 too; means stay exact.
+  Testbed tb("o", 2, 256 * 1024, 1, /*relay=*/true, 1, 2, 1, /*site0_multipath=*/false);
+  tb.set_mode(SprayMode::kWeighted);
+  EXPECT_FALSE(tb.sites[0].tx->sprayer().standby_relays()) << "topology.multipath reaches the sprayer";
+  EXPECT_TRUE(tb.sites[1].tx->sprayer().standby_relays());
+  ASSERT_TRUE(tb.run(std::chrono::seconds(90)));
+  for (int i = 0; i < kSites; ++i) {
+    Site& s = tb.sites[i];
+    EXPECT_EQ(s.job->counters().values_exact.get(), s.job->counters().values_checked.get()) << s.cfg.site.name;
+    uint64_t relayed = 0;
+    for (const auto& peer : s.cfg.peers) relayed += s.tx->sprayer().counters(peer.id, 1)->chunks.get();
+    if (i == 0)
+      EXPECT_EQ(relayed, 0u) << "site 0 sent a chunk through a relay";
+    else
+      EXPECT_GT(relayed, 0u) << s.cfg.site.name << " follows the plan's split";
+  }
+  EXPECT_GT(tb.sites[0].handler->ltp().relay_forwarded.get(), 0u) << "site 0 still relays for the others";
   tb.shutdown();
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
 }
