@@ -54,6 +54,23 @@ int check_configs(int argc, char** argv, int first) {
     if (r.config) {
       std::printf("%s: ok (site %u '%s', %zu ports, %zu peers)\n", argv[i], r.config->site.id,
                   r.config->site.name.c_str(), r.config->ports.size(), r.config->peers.size());
+      // The secret files are read only at start; a config may well be checked before they are
+      // deployed, so what is wrong with them is a warning here, not an invalid config.
+      const sg::config::GatewayConfig& c = *r.config;
+      std::vector<std::pair<std::string, std::string>> secrets;  // key, path
+      if (c.security.mode == sg::config::SecurityMode::kAead && !c.peers.empty())
+        secrets.emplace_back("security.key_file", c.security.key_file);
+      for (size_t j = 0; j < c.jobs.size(); ++j)
+        if (!c.jobs[j].token_file.empty())
+          secrets.emplace_back(c.jobs_listed ? "jobs[" + std::to_string(j) + "].token_file" : "job.token_file",
+                               c.jobs[j].token_file);
+      if (!c.admission.token_file.empty()) secrets.emplace_back("admission.token_file", c.admission.token_file);
+      for (const auto& [key, path] : secrets) {
+        const sg::crypto::SecretFile f = sg::crypto::load_secret(path);
+        if (f.secret.empty())
+          std::fprintf(stderr, "%s: warning: %s: %s (the gateway will not start without it)\n", argv[i], key.c_str(),
+                       f.error.c_str());
+      }
     } else {
       ++bad;
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The stormgate binary as a user meets it: --check-config on every shipped example (exit 0),
-# on a broken file (exit 1, one positioned line per problem), and a clean stop on SIGINT
-# (exit 0, final counters, every mbuf back).
+# on a broken file (exit 1, one positioned line per problem), a warning for a key file that is
+# not there, and a clean stop on SIGINT (exit 0, final counters, every mbuf back).
 #   cli_test.sh STORMGATE_BINARY SOURCE_ROOT
 set -uo pipefail
 BIN="$1"; ROOT="$2"
@@ -18,6 +18,11 @@ cat "$tmp/err.txt"
 grep -q "bad.yaml:3:53: ports\[0\].mtu: expected an integer in \[576, 9600\], found 100" "$tmp/err.txt" || fail "mtu message"
 grep -q "bad.yaml:6:1: transprot: expected one of the keys {" "$tmp/err.txt" || fail "unknown key message"
 [[ $(wc -l < "$tmp/err.txt") == 2 ]] || fail "expected exactly 2 problem lines (the peer id clash is checked once keys are clean)"
+
+# A valid config whose key file is not there (yet): valid (exit 0), with a warning naming the key.
+printf 'site: {id: 1, name: a}\nports:\n  - {name: p, vdev: net_ring0, ipv4: 10.0.0.1}\npeers:\n  - {id: 2, name: b, address: 10.0.0.2}\nsecurity: {key_file: %s/none.key}\n' "$tmp" > "$tmp/nokey.yaml"
+"$BIN" --check-config "$tmp/nokey.yaml" 2> "$tmp/warn.txt" || fail "a config whose key file is missing is still valid"
+grep -q "nokey.yaml: warning: security.key_file: .*none.key" "$tmp/warn.txt" || { cat "$tmp/warn.txt"; fail "no warning about the missing key file"; }
 
 "$BIN" -l 0-1 --no-huge --no-pci -m 128 --file-prefix "$prefix" --log-level='*:warning' -- \
   --config "$ROOT/config/examples/single-ring.yaml" > "$tmp/run.txt" 2>&1 &
