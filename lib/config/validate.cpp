@@ -143,6 +143,12 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
       errs.add_at("compression.mode", "off with sync.mode selmcast (its updates travel in full precision)",
                   cfg.compression.mode == CompressionMode::kAlways ? "always" : "adaptive");
   }
+  // DPDK refuses a mempool whose per-lcore cache exceeds its size / 1.5.
+  if (cfg.dataplane.mbufs && cfg.dataplane.mbuf_cache * 3ull > cfg.dataplane.mbufs * 2ull)
+    errs.add_at("dataplane.mbuf_cache",
+                "at most dataplane.mbufs / 1.5 (" + std::to_string(cfg.dataplane.mbufs * 2ull / 3) +
+                    ": DPDK's rule for a mempool's per-lcore cache), or 0",
+                std::to_string(cfg.dataplane.mbuf_cache));
   if (cfg.security.replay_window % 64 != 0)
     errs.add_at("security.replay_window", "a multiple of 64 (the window is kept in 64-bit words)",
                 std::to_string(cfg.security.replay_window));

@@ -278,6 +278,13 @@ TEST(ConfigErrors, MaxChunksPerTransferCountsWholeChunksOfTheLargestTransfer) {
   EXPECT_NE(e.expected.find("chunks of 64 B"), std::string::npos) << e.to_string();
 }
 
+TEST(ConfigErrors, AMempoolCacheLargerThanDpdkAllowsIsRefused) {
+  ConfigError e = one_error(std::string(kMinimal) + "dataplane: {mbufs: 300}\n");  // default cache 256
+  EXPECT_EQ(e.key_path, "dataplane.mbuf_cache");
+  EXPECT_NE(e.expected.find("at most dataplane.mbufs / 1.5 (200"), std::string::npos) << e.to_string();
+  EXPECT_TRUE(load_keyed(std::string(kMinimal) + "dataplane: {mbufs: 300, mbuf_cache: 200}\n", "t").config);
+}
+
 TEST(ConfigErrors, BadAddresses) {
   std::string t = std::string(kMinimal);
   t.replace(t.find("10.0.0.2"), 8, "10.0.0.256");
