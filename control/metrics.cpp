@@ -1,13 +1,5 @@
 #include "control/metrics.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -15,9 +7,6 @@
 
 namespace sg::ctl {
 namespace {
-
-constexpr int kMaxRequestsPerPoll = 4;
-constexpr int kReadTimeoutMs = 50;  // a client gets this long to send its request line
 
 void metric(std::string& out, const char* name, const char* type, const char* help) {
   out += "# HELP stormgate_";
@@ -206,63 +195,14 @@ std::string metrics_text(const Gateway& gw) {
   return o;
 }
 
-MetricsServer::~MetricsServer() {
-  if (fd_ >= 0) close(fd_);
-}
-
 bool MetricsServer::open(uint16_t port, std::string& error) {
-  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) {
-    error = std::string("socket: ") + std::strerror(errno);
-    return false;
-  }
-  const int one = 1;
-  setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  if (bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd_, 8) != 0) {
-    error = "telemetry.prometheus_port " + std::to_string(port) + ": " + std::strerror(errno);
-    close(fd_);
-    fd_ = -1;
-    return false;
-  }
-  return true;
+  if (server_.open("0.0.0.0", port, error)) return true;
+  error = "telemetry.prometheus_port " + std::to_string(port) + ": " + error;
+  return false;
 }
 
 void MetricsServer::poll(const Gateway& gw) {
-  if (fd_ < 0) return;
-  for (int k = 0; k < kMaxRequestsPerPoll; ++k) {
-    const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (c < 0) return;  // nothing waiting
-    // The request line within a short wait; anything else (no GET /metrics) gets a 404.
-    char req[1024];
-    ssize_t n = 0;
-    pollfd p{c, POLLIN, 0};
-    if (::poll(&p, 1, kReadTimeoutMs) == 1) n = recv(c, req, sizeof req - 1, MSG_DONTWAIT);
-    req[n > 0 ? n : 0] = 0;
-    const bool ok = std::strncmp(req, "GET /metrics", 12) == 0;
-    const std::string body = ok ? metrics_text(gw) : std::string("not found: GET /metrics\n");
-    const std::string head = std::string(ok ? "HTTP/1.0 200 OK" : "HTTP/1.0 404 Not Found") +
-                             "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
-                             std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
-    const std::string all = head + body;
-    size_t sent = 0;
-    for (int tries = 0; sent < all.size() && tries < 100; ++tries) {
-      const ssize_t w = send(c, all.data() + sent, all.size() - sent, MSG_NOSIGNAL);
-      if (w > 0) {
-        sent += static_cast<size_t>(w);
-      } else if (errno == EAGAIN) {
-        pollfd q{c, POLLOUT, 0};
-        ::poll(&q, 1, 10);
-      } else {
-        break;
-      }
-    }
-    close(c);
-    ++served_;
-  }
+  server_.poll("/metrics", [&] { return metrics_text(gw); });
 }
 
 }  // namespace sg::ctl

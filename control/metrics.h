@@ -3,11 +3,14 @@
 // per-link measured rate, RTT and loss, rounds, Early Closes, bubbles, policy switches, probe
 // and measurement-row counters. Served from the control thread: a non-blocking listening
 // socket polled every control tick (no thread of its own, nothing on the packet path); a
-// request is read and answered within the tick, bounded in size and count.
+// request is read and answered within the tick, bounded in size, count and time
+// (control/http_text_server.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include "control/http_text_server.h"
 
 namespace sg::ctl {
 
@@ -15,21 +18,15 @@ class Gateway;
 
 class MetricsServer {
  public:
-  MetricsServer() = default;
-  ~MetricsServer();
-  MetricsServer(const MetricsServer&) = delete;
-  MetricsServer& operator=(const MetricsServer&) = delete;
-
   // Listens on 0.0.0.0:port (the kernel's stack: the management network, not a DPDK port).
   // False with a message.
   bool open(uint16_t port, std::string& error);
-  // Accepts and answers what is waiting (at most a few requests per call).
+  // Accepts and answers what is waiting (a few requests, within 100 ms whatever clients do).
   void poll(const Gateway& gw);
-  uint64_t served() const { return served_; }
+  uint64_t served() const { return server_.served(); }
 
  private:
-  int fd_ = -1;
-  uint64_t served_ = 0;
+  HttpTextServer server_;
 };
 
 // The exposition text (also for tests).
