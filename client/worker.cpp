@@ -314,6 +314,15 @@ Worker::Worker(const WorkerOptions& opts) : opts_(opts), impl_(std::make_unique<
     fail(ErrorCode::kInvalidArgument, "worker_index must be < 32768");
     return;
   }
+  if (opts_.gateway_node < 1 || opts_.gateway_node > wire::kMaxSiteId) {
+    fail(ErrorCode::kInvalidArgument, "gateway_node (the gateway's site.id) must be 1..32767, got " +
+                                          std::to_string(opts_.gateway_node));
+    return;
+  }
+  if (opts_.gateway_port == 0) {
+    fail(ErrorCode::kInvalidArgument, "gateway_port (the gateway's transport.udp_port) must be 1..65535, got 0");
+    return;
+  }
   if (opts_.weight < 1 || opts_.weight > kMaxWeight) {
     fail(ErrorCode::kInvalidArgument, "weight must be 1..16 (the job's share of the WAN), got " +
                                           std::to_string(opts_.weight));

@@ -186,6 +186,28 @@ class JobTest(unittest.TestCase):
             stub.close()
         self.assertGreaterEqual(stub.jobs["joins"], 2)
 
+    def test_malformed_environment_is_refused_naming_the_variable(self):
+        import os
+        import stormgate
+        cases = [("STORMGATE_GATEWAY", "gateway-host"), ("STORMGATE_GATEWAY", "h:70000"),
+                 ("STORMGATE_SITE_ID", "40000"), ("STORMGATE_WORKER_INDEX", "-1"), ("STORMGATE_JOB", "x"),
+                 ("STORMGATE_WEIGHT", "17"), ("STORMGATE_TIMEOUT", "0"), ("STORMGATE_TIMEOUT", "nan"),
+                 ("STORMGATE_CHUNK_BYTES", "12")]
+        for name, value in cases:
+            saved = os.environ.get(name)
+            os.environ[name] = value
+            try:
+                with self.assertRaisesRegex(ValueError, "^%s: expected .*%r" % (name, value)):
+                    stormgate.Client.from_env()
+            finally:
+                if saved is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = saved
+        # The native layer checks what a caller passes directly.
+        with self.assertRaisesRegex(ValueError, "gateway_node .* must be 1..32767, got 40000"):
+            stormgate.Client(port=7400, gateway_node=40000)
+
 
 class TorchTest(unittest.TestCase):
     def setUp(self):

@@ -61,6 +61,34 @@ StaleRound = _native.StaleRound
 PendingRound = _native.PendingRound
 
 
+def _env_int(name, default, lo, hi):
+    """An integer variable (unset or empty: default) within [lo, hi], else a ValueError naming it."""
+    v = os.environ.get(name, "").strip()
+    if not v:
+        return default
+    try:
+        n = int(v)
+    except ValueError:
+        n = None
+    if n is None or not lo <= n <= hi:
+        raise ValueError("%s: expected an integer in %d..%d, got %r" % (name, lo, hi, v))
+    return n
+
+
+def _env_number(name, default):
+    """A positive number variable (unset or empty: default), else a ValueError naming it."""
+    v = os.environ.get(name, "").strip()
+    if not v:
+        return default
+    try:
+        x = float(v)
+    except ValueError:
+        x = float("nan")
+    if not x > 0 or x == float("inf"):
+        raise ValueError("%s: expected a positive number of seconds, got %r" % (name, v))
+    return x
+
+
 class Client:
     """One worker's connection to its gateway; counts rounds itself."""
 
@@ -90,16 +118,22 @@ class Client:
 
     @classmethod
     def from_env(cls, **overrides):
-        host, _, port = os.environ.get("STORMGATE_GATEWAY", "127.0.0.1:7400").rpartition(":")
+        """A Client from the STORMGATE_* variables (module docstring); a malformed or
+        out-of-range value is a ValueError naming the variable."""
+        gw = os.environ.get("STORMGATE_GATEWAY", "127.0.0.1:7400")
+        host, _, port = gw.rpartition(":")
+        if not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise ValueError("STORMGATE_GATEWAY: expected HOST:PORT (the gateway's address and "
+                             "transport.udp_port, 1..65535), got %r" % gw)
         kw = dict(host=host or "127.0.0.1", port=int(port),
-                  worker_index=int(os.environ.get("STORMGATE_WORKER_INDEX", "0")),
-                  gateway_node=int(os.environ.get("STORMGATE_SITE_ID", "1")),
-                  job=int(os.environ.get("STORMGATE_JOB", "1")),
-                  chunk_bytes=int(os.environ.get("STORMGATE_CHUNK_BYTES", "1344")),
-                  timeout=float(os.environ.get("STORMGATE_TIMEOUT", "60")),
+                  worker_index=_env_int("STORMGATE_WORKER_INDEX", 0, 0, 32767),
+                  gateway_node=_env_int("STORMGATE_SITE_ID", 1, 1, 32767),
+                  job=_env_int("STORMGATE_JOB", 1, 0, 2 ** 32 - 1),
+                  chunk_bytes=_env_int("STORMGATE_CHUNK_BYTES", 1344, 64, 9000),
+                  timeout=_env_number("STORMGATE_TIMEOUT", 60.0),
                   token_file=os.environ.get("STORMGATE_TOKEN_FILE", ""),
-                  workers=int(os.environ.get("STORMGATE_WORKERS", "0") or "0"),
-                  weight=int(os.environ.get("STORMGATE_WEIGHT", "1") or "1"))
+                  workers=_env_int("STORMGATE_WORKERS", 0, 0, 4096),
+                  weight=_env_int("STORMGATE_WEIGHT", 1, 1, 16))
         kw.update(overrides)
         return cls(**kw)
 
