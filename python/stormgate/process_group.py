@@ -44,7 +44,7 @@ import torch.distributed as dist
 from torch._C._distributed_c10d import _create_work_from_future
 from torch.futures import Future
 
-from . import Client, StormgateError
+from . import Client, StormgateError, _env_int
 
 __all__ = ["ProcessGroupStormgate", "GatewayStore", "BACKEND"]
 
@@ -110,7 +110,7 @@ class ProcessGroupStormgate(dist.ProcessGroup):
         super().__init__(rank, size)
         self._rank, self._size = rank, size
         if round_floats is None:
-            round_floats = int(os.environ.get("STORMGATE_PG_ROUND_BYTES", str(256 << 10))) // 4
+            round_floats = _env_int("STORMGATE_PG_ROUND_BYTES", 256 << 10, 256, 1 << 30) // 4
         if round_floats < max(64, size + 1):
             raise ValueError("stormgate process group: rounds of %d values cannot carry a marker per rank "
                              "(world size %d)" % (round_floats, size))
@@ -122,9 +122,9 @@ class ProcessGroupStormgate(dist.ProcessGroup):
 
     @staticmethod
     def _make_client(size):
-        job = int(os.environ.get("STORMGATE_JOB", "1"))
-        pg_job = int(os.environ.get("STORMGATE_PG_JOB", str((job + (1 << 31)) % (1 << 32) or 1)))
-        workers = int(os.environ.get("STORMGATE_WORKERS", "0") or "0") or size
+        job = _env_int("STORMGATE_JOB", 1, 0, 2 ** 32 - 1)
+        pg_job = _env_int("STORMGATE_PG_JOB", (job + (1 << 31)) % (1 << 32) or 1, 1, 2 ** 32 - 1)
+        workers = _env_int("STORMGATE_WORKERS", 0, 0, 4096) or size
         if size % workers:
             raise ValueError("stormgate process group: world size %d is not a multiple of STORMGATE_WORKERS=%d "
                              "(every site runs the same number of workers)" % (size, workers))
@@ -335,9 +335,10 @@ _KEEP = []
 def _rendezvous(url, timeout=timedelta(minutes=30), **kwargs):
     # torch passes rank and world_size in the URL's query (stormgate://?rank=0&world_size=4).
     q = {k: v[-1] for k, v in parse_qs(urlparse(url).query).items()}
-    rank = int(q.get("rank", os.environ.get("RANK", -1)))
-    world = int(q.get("world_size", os.environ.get("WORLD_SIZE", -1)))
-    if rank < 0 or world <= 0 or rank >= world:
+    rank, world = q.get("rank", os.environ.get("RANK", "-1")), q.get("world_size", os.environ.get("WORLD_SIZE", "-1"))
+    rank = int(rank) if str(rank).lstrip("-").isdigit() else rank
+    world = int(world) if str(world).lstrip("-").isdigit() else world
+    if not isinstance(rank, int) or not isinstance(world, int) or rank < 0 or world <= 0 or rank >= world:
         raise ValueError("stormgate:// rendezvous needs rank and world_size (arguments, or RANK and WORLD_SIZE); "
                          "got rank %s, world size %s" % (rank, world))
     store = GatewayStore(world)
