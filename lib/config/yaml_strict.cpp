@@ -1,5 +1,6 @@
 #include "config/yaml_strict.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 
 #include <charconv>
@@ -106,6 +107,10 @@ bool scan_duplicate_keys(const std::string& text, ErrorList& errors) {
       errors.add(-1, -1, "", "one YAML document", "a second document (or a stray ',', ']' or '}')");
       return false;
     }
+  } catch (const YAML::DeepRecursion& e) {  // its message says only "bad file"
+    errors.add(e.mark.line, e.mark.column, "", "YAML nested a few levels deep (a config needs five or six)",
+               "nesting past yaml-cpp's limit of " + std::to_string(e.depth()) + " levels");
+    return false;
   } catch (const YAML::Exception& e) {
     errors.add(e.mark.line, e.mark.column, "", "well-formed YAML", e.msg);
     return false;

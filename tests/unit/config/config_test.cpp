@@ -285,6 +285,14 @@ TEST(ConfigErrors, AMempoolCacheLargerThanDpdkAllowsIsRefused) {
   EXPECT_TRUE(load_keyed(std::string(kMinimal) + "dataplane: {mbufs: 300, mbuf_cache: 200}\n", "t").config);
 }
 
+TEST(ConfigErrors, NestingPastTheParsersLimitSaysSo) {
+  std::string t = "site: ";
+  for (int i = 0; i < 3000; ++i) t += "{a: ";
+  ConfigError e = one_error(t);
+  EXPECT_NE(e.expected.find("nested a few levels deep"), std::string::npos) << e.to_string();
+  EXPECT_NE(e.found.find("levels"), std::string::npos) << e.to_string();
+}
+
 TEST(ConfigErrors, BadAddresses) {
   std::string t = std::string(kMinimal);
   t.replace(t.find("10.0.0.2"), 8, "10.0.0.256");
