@@ -4,6 +4,7 @@
 
 #include "wire/ltp_header.h"
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -27,6 +28,19 @@ void read_site(MapReader& top, GatewayConfig& cfg) {
   r.number("uplink_mbit", 0.0, 1e7, cfg.site.uplink_mbit);
 }
 
+// DOMAIN:BUS:DEVICE.FUNCTION in hex (domain optional), as DPDK's PCI bus parses it.
+bool pci_address(const std::string& s) {
+  auto hex = [&](size_t at, size_t n) {
+    if (at + n > s.size()) return false;
+    for (size_t i = at; i < at + n; ++i)
+      if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+    return true;
+  };
+  const size_t b = s.size() == 12 ? 5 : 0;  // after "DDDD:"
+  if (!(s.size() == 12 || s.size() == 7) || (b && (!hex(0, 4) || s[4] != ':'))) return false;
+  return hex(b, 2) && s[b + 2] == ':' && hex(b + 3, 2) && s[b + 5] == '.' && s[b + 6] >= '0' && s[b + 6] <= '7';
+}
+
 void read_port(const YAML::Node& n, const std::string& path, ErrorList& errs, GatewayConfig& cfg) {
   MapReader r(n, path, errs);
   if (!r.ok()) return;
@@ -35,6 +49,8 @@ void read_port(const YAML::Node& n, const std::string& path, ErrorList& errs, Ga
   r.string("vdev", p.vdev, false, 1023);
   r.string("pci", p.pci, false, 63);
   r.string("devargs", p.devargs, false, 1023);
+  if (!p.pci.empty() && !pci_address(p.pci))
+    errs.add_at(path + ".pci", "a PCI address like 0000:3b:00.0 (or 3b:00.0)", "'" + p.pci + "'");
   if (p.vdev.empty() == p.pci.empty()) {
     errs.add(n.Mark().line, n.Mark().column, path, "exactly one of 'vdev' or 'pci'",
              p.vdev.empty() ? "neither" : "both");

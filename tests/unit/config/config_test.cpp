@@ -293,6 +293,17 @@ TEST(ConfigErrors, NestingPastTheParsersLimitSaysSo) {
   EXPECT_NE(e.found.find("levels"), std::string::npos) << e.to_string();
 }
 
+TEST(ConfigErrors, APciAddressMustLookLikeOne) {
+  const std::string head = "site: {id: 1, name: a}\nports:\n  - {name: p, pci: ";
+  for (const char* good : {"\"0000:3b:00.0\"", "\"3b:00.7\"", "\"ffff:ff:1f.0\""})
+    EXPECT_TRUE(load_config_text(head + good + ", ipv4: 10.0.0.1}\n", "t").config) << good;
+  for (const char* bad : {"zzz", "\"0000:3b:00\"", "\"3b:00.8\"", "\"000:3b:00.0\"", "\"0000-3b:00.0\""}) {
+    LoadResult r = load_config_text(head + bad + ", ipv4: 10.0.0.1}\n", "t");
+    ASSERT_EQ(r.errors.size(), 1u) << bad << "\n" << all_errors(r);
+    EXPECT_EQ(r.errors[0].key_path, "ports[0].pci");
+  }
+}
+
 TEST(ConfigErrors, BadAddresses) {
   std::string t = std::string(kMinimal);
   t.replace(t.find("10.0.0.2"), 8, "10.0.0.256");
