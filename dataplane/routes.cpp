@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "config/load.h"
 #include "dataplane/path_id.h"
 
 namespace sg::dp {
@@ -42,8 +43,7 @@ std::vector<PeerRoute> build_routes(const config::GatewayConfig& cfg, const std:
       const bool has_static = onlink && hop->mac.has_value();
       if (has_static) std::copy(hop->mac->bytes.begin(), hop->mac->bytes.end(), smac.addr_bytes);
       r.nh_slot = nbrs.add_slot(nh, r.port_index, has_static ? &smac : nullptr);
-      // Distinct source ports per path let ECMP in the WAN spread paths apart.
-      r.src_udp_port = path.udp_src_port.value_or(static_cast<uint16_t>(cfg.transport.udp_port + 1 + path.id));
+      r.src_udp_port = static_cast<uint16_t>(config::udp_src_port(cfg, path));  // validated: fits
       routes.push_back(r);
     }
   }

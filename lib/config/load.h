@@ -32,6 +32,12 @@ constexpr uint32_t chunk_overhead_bytes() {
 // The largest chunk_bytes (a multiple of 4) that fits `mtu`.
 uint32_t max_chunk_bytes(uint32_t mtu);
 
+// A path's UDP source port: its udp_src_port, else transport.udp_port + 1 + its id (distinct
+// per path, so ECMP spreads them). validate() refuses a default past 65535.
+inline uint32_t udp_src_port(const GatewayConfig& cfg, const PathConfig& p) {
+  return p.udp_src_port ? *p.udp_src_port : cfg.transport.udp_port + 1u + p.id;
+}
+
 // Checks across sections (unknown peers and ports, duplicate ids, MTU vs chunk size...).
 // Called by the loaders; exposed for configs built in code.
 void validate(const GatewayConfig& cfg, ErrorList& errors);

@@ -182,7 +182,7 @@ void validate(const GatewayConfig& cfg, ErrorList& errs) {
     for (size_t j = 0; j < peer.paths.size(); ++j) {
       const auto& pa = peer.paths[j];
       const std::string path = "peers[" + std::to_string(i) + "].paths[" + std::to_string(j) + "]";
-      if (!pa.udp_src_port && cfg.transport.udp_port + 1u + pa.id > 65535u)
+      if (udp_src_port(cfg, pa) > 65535u)
         errs.add_at("transport.udp_port",
                     "at most " + std::to_string(65534 - pa.id) + " so that " + path +
                         "'s default source port (udp_port + 1 + path id) is a UDP port, or that path's "
