@@ -249,6 +249,7 @@ std::unique_ptr<JobStack> Gateway::build_job(const config::GatewayConfig& jcfg, 
                                              *js.slot, incarnation);
     if (security_.on()) js.agent->set_sealer(security_.control.get());
     js.lead->set_gate(&js.agent->approved_through(), &js.agent->rejoin_round());  // the lead begins every round
+    for (auto& r : js.runners) r->set_peer_restarts(&js.agent->peer_restarts());
   }
   (void)id;
   return owned;

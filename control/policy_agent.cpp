@@ -26,7 +26,11 @@ PolicyAgent::PolicyAgent(const config::GatewayConfig& cfg, const topo::Plan& ini
                          const std::vector<dp::Port>& ports, const dp::Neighbours& nbrs,
                          const std::vector<dp::PeerRoute>& routes, rte_ring* frames_in, rte_ring* frames_out,
                          dp::PolicySlot& slot, uint64_t incarnation)
-    : job_(cfg.job.id), in_(frames_in), slot_(slot), plane_(plane_config(cfg, incarnation), initial) {
+    : job_(cfg.job.id),
+      in_(frames_in),
+      slot_(slot),
+      plane_(plane_config(cfg, incarnation), initial),
+      restarts_(static_cast<size_t>(plane_.controller().config().sites)) {
   io_ = std::make_unique<RingFrameIo>(pool, frames_out);
   tx_ = std::make_unique<dp::LtpTx>(ports, nbrs, routes, tx_counters_);
   tx_->bind_st(io_.get());
@@ -104,9 +108,22 @@ void PolicyAgent::publish_stats() {
   stats_.last_gain.store(c.last_gain, std::memory_order_relaxed);
 }
 
+// A peer that came back as a new process: the engines give up what the old one owed their
+// running round (SiteSync::peer_restarted), so neither site waits for the round timeout.
+void PolicyAgent::publish_restarts() {
+  for (size_t i = 0; i < restarts_.sites(); ++i) {
+    const auto n = static_cast<uint32_t>(plane_.peer_restarts(static_cast<int>(i)));
+    if (n == restarts_.restarts(i)) continue;
+    restarts_.publish(i, n);
+    SG_LOG(INFO, control, "job %u: site %u restarted (a new process): the running round goes on without it\n", job_,
+           static_cast<unsigned>(plane_.config().nodes[i]));
+  }
+}
+
 void PolicyAgent::tick(Nanos now, uint32_t completed, std::span<const uint64_t> sent_to, uint64_t sent_total,
                        uint32_t wanted) {
   receive_frames(now);
+  publish_restarts();
   const uint64_t proposals = plane_.stats().proposals;
   plane_.tick(now, completed, sent_to, sent_total, *tx_);
   if (plane_.stats().proposals != proposals) {

@@ -24,6 +24,7 @@
 #include "config/config.h"
 #include "controller/control_plane.h"
 #include "dataplane/ltp_tx.h"
+#include "dataplane/peer_restarts.h"
 #include "dataplane/policy_slot.h"
 #include "topology/plan.h"
 
@@ -59,6 +60,8 @@ class PolicyAgent {
   // A restarted gateway's first round (the cluster's, once learnt; 0 before and on a fresh
   // start): a job without workers begins there instead of at round 1.
   const std::atomic<uint32_t>& rejoin_round() const { return rejoin_; }
+  // Peers that came back as new processes, for the engines (dataplane/peer_restarts.h).
+  const dp::PeerRestarts& peer_restarts() const { return restarts_; }
   bool synced() const { return plane_.synced(); }
   bool coordinator() const { return plane_.coordinator(); }
   uint64_t active_version() const { return plane_.active_version(); }
@@ -78,6 +81,7 @@ class PolicyAgent {
   void receive_frames(Nanos now);
   void approve_rounds(uint32_t completed_round, uint32_t wanted_round);
   void publish_stats();
+  void publish_restarts();
 
   rte_ring* in_;
   std::unique_ptr<dp::EngineIo> io_;
@@ -87,6 +91,7 @@ class PolicyAgent {
   controller::ControlPlane plane_;
   std::atomic<uint32_t> approved_{0};
   std::atomic<uint32_t> rejoin_{0};
+  dp::PeerRestarts restarts_;
   uint64_t frames_bad_ = 0;
   Nanos started_ = -1;        // the first tick
   Nanos unsynced_said_ = -1;  // the last "waiting for the peers" warning

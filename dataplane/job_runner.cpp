@@ -489,6 +489,31 @@ void JobRunner::take_live_st(uint32_t round) {
     SG_LOG(INFO, dataplane, "job %u: round timeout %u ms from round %u (config reload)\n", cfg_.job.id, t, round);
 }
 
+void JobRunner::set_peer_restarts(const PeerRestarts* r) {
+  restarts_ = r;
+  if (!r) return;
+  restarts_generation_ = r->generation();
+  restarts_seen_.assign(r->sites(), 0);
+  for (size_t i = 0; i < r->sites(); ++i) restarts_seen_[i] = r->restarts(i);
+}
+
+// A peer restarted: only a round running now can owe it or be owed by it (a later round
+// begins fresh at both). One load per poll while nothing changes.
+void JobRunner::check_restarts_st(Nanos now) {
+  const uint32_t g = restarts_->generation();
+  if (g == restarts_generation_) return;
+  restarts_generation_ = g;
+  for (size_t i = 0; i < restarts_seen_.size(); ++i) {
+    const uint32_t n = restarts_->restarts(i);
+    if (n == restarts_seen_[i]) continue;
+    restarts_seen_[i] = n;
+    if (sync_->running()) {
+      sync_->peer_restarted(static_cast<int>(i), now, tx_);
+      next_wake_ = 0;
+    }
+  }
+}
+
 uint32_t JobRunner::next_synthetic_round() const {
   if (!approved_ || !rejoin_) return round_ + 1;
   // Approved first: the agent publishes the rejoin round before any approval.
@@ -517,6 +542,7 @@ unsigned JobRunner::poll_st(Nanos now) {
     }
     slot_->quiescent_st(role_.engine);  // no snapshot pointer is held across passes
   }
+  if (restarts_ && sync_) check_restarts_st(now);
   if (lead_link_) return follow_st(now);
   if (peer_) return peer_poll_st(now);
   // The workers' whole next update is in: the compute time adaptive compression weighs.

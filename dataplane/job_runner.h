@@ -24,6 +24,7 @@
 #include "dataplane/counters.h"
 #include "dataplane/engine_link.h"
 #include "dataplane/ltp_tx.h"
+#include "dataplane/peer_restarts.h"
 #include "dataplane/policy_slot.h"
 #include "measure/link_estimator.h"
 #include "sync/local_group.h"
@@ -127,6 +128,9 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
     approved_ = approved;
     rejoin_ = rejoin;
   }
+  // Peers that restarted (the job's policy agent; null: not watched): the running round
+  // gives up what the old process owed it. Call before the first poll.
+  void set_peer_restarts(const PeerRestarts* r);
   void on_stop_st();
   // The job leaves the engine for good (GatewayHandler::JobCommand::kDetach): its transfers'
   // state goes now, on the engine, since its senders leave links the engine shares with other
@@ -208,6 +212,10 @@ class JobRunner final : private sync::SampleSink, private sync::ResultSink {
   bool online_ = false;
   const std::atomic<uint32_t>* approved_ = nullptr;
   const std::atomic<uint32_t>* rejoin_ = nullptr;
+  const PeerRestarts* restarts_ = nullptr;
+  uint32_t restarts_generation_ = 0;
+  std::vector<uint32_t> restarts_seen_;  // per plan site
+  void check_restarts_st(Nanos now);
   bool may_begin(uint32_t r) const { return !approved_ || r <= approved_->load(std::memory_order_acquire); }
   uint32_t policy_ = 0;
   ShardRole role_;

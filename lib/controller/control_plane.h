@@ -106,6 +106,11 @@ class ControlPlane {
   uint32_t first_round() const { return clamp_round(gw_->first_round()); }
   const topo::Plan& current_plan() const { return current_; }  // of the last approved round
   const ControlPlaneStats& stats() const { return stats_; }
+  const ControlPlaneConfig& config() const { return cfg_; }
+  // Plan site `site`'s restarts seen on its policy channel (a new session: a new process).
+  uint64_t peer_restarts(int site) const {
+    return site >= 0 && static_cast<size_t>(site) < peer_restarts_.size() ? peer_restarts_[static_cast<size_t>(site)] : 0;
+  }
   uint64_t policy_bad() const { return gw_->bad_messages(); }  // policy messages that did not decode
   const ProbeScheduler& prober() const { return prober_; }
   const ProbeReceiver& probe_receiver() const { return probe_rx_; }

@@ -433,6 +433,11 @@ void SiteSync::try_up(int s, uint32_t c) {
 bool SiteSync::start_out(int oi, CodecId codec, std::span<const uint8_t> data, uint32_t chunk_size,
                          uint16_t contributors, Nanos now, uint32_t pack) {
   Out& o = *outs_[oi];
+  // A peer that moved on or restarted this round takes nothing more of it.
+  if (moved_on_[static_cast<size_t>(o.peer)]) {
+    o.started = false;
+    return false;
+  }
   const uint32_t n = shards_[o.shard].acc->chunk_count();
   o.pack = pack;
   o.left.assign(groups(n, pack), 0);
@@ -766,6 +771,38 @@ void SiteSync::peer_moved_on(int p, ltp::PacketSink& tx) {
   if (gave_up) ++stats_.peers_moved_on;
 }
 
+void SiteSync::abandon_out(Out& o) {
+  uint32_t max_chunks = 1;
+  for (const auto& sh : shards_)
+    if (sh.acc) max_chunks = std::max(max_chunks, sh.acc->chunk_count());
+  ltp::SenderConfig sc = cfg_.sender;
+  sc.local_node = cfg_.self_node;
+  sc.peer_node = cfg_.site_nodes[static_cast<size_t>(o.peer)];
+  sc.max_chunks = max_chunks;
+  o.rc = make_controller(cfg_);
+  o.sender = std::make_unique<ltp::Sender>(sc, *o.rc, rng_);
+  o.started = false;
+  o.dirty = false;  // an index left in dirty_ finds it unstarted and skips it
+}
+
+// Plan site p came back as a new process while this round runs. The old one's part that has
+// not arrived never will, and what we sent it died with it: the new one keeps nothing of
+// this round, and our senders would resend only what the old one had not acknowledged, so a
+// result it had acknowledged in part would never be complete there and both sites would wait
+// for the round timeout. The round goes on without p, as when p moves on, and our senders to
+// p are dropped (nothing new starts to p this round). The new process rejoins this round or a
+// later one; its DATA of this round, once we have moved on, is answered CLOSE kStale and it
+// gives the round up too (peer_moved_on there).
+void SiteSync::peer_restarted(int p, Nanos now, ltp::PacketSink& tx) {
+  if (!running_ || p < 0 || p == self_ || static_cast<size_t>(p) >= cfg_.site_nodes.size()) return;
+  now_ = now;
+  ++stats_.peer_restarts;
+  peer_moved_on(p, tx);  // nothing if p's later round already said so
+  for (auto& o : outs_)
+    if (o->peer == p && o->started && !o->sender->done()) abandon_out(*o);
+  advance(now, tx);
+}
+
 bool SiteSync::hold_early(std::span<const uint8_t> msg) {
   // Not before this site's first round: gateways come up seconds apart, and a transfer held
   // whole would end in a CLOSE without a single ACK, which leaves a spraying sender's paths
@@ -964,19 +1001,8 @@ Nanos SiteSync::poll(Nanos now, ltp::PacketSink& tx) {
     dirty_.clear();
     for (auto& o : outs_) o->dirty = false;
     // Senders still trying are abandoned: fresh ones for the next round.
-    uint32_t max_chunks = 1;
-    for (const auto& sh : shards_)
-      if (sh.acc) max_chunks = std::max(max_chunks, sh.acc->chunk_count());
-    for (auto& o : outs_) {
-      if (!o->started || o->sender->done()) continue;
-      ltp::SenderConfig sc = cfg_.sender;
-      sc.local_node = cfg_.self_node;
-      sc.peer_node = cfg_.site_nodes[o->peer];
-      sc.max_chunks = max_chunks;
-      o->rc = make_controller(cfg_);
-      o->sender = std::make_unique<ltp::Sender>(sc, *o->rc, rng_);
-      o->started = false;
-    }
+    for (auto& o : outs_)
+      if (o->started && !o->sender->done()) abandon_out(*o);
     finish_round_if_done(now);
   }
   if (running_) next = std::min(next, started_ + cfg_.round_timeout);

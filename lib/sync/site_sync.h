@@ -118,6 +118,7 @@ struct SyncStats {
   uint64_t fallbacks = 0;        // transfers that crossed the loss bound
   uint64_t timeouts = 0;         // rounds completed by round_timeout
   uint64_t peers_moved_on = 0;   // a peer ran a later round: what it had not sent was given up
+  uint64_t peer_restarts = 0;    // a peer came back as a new process mid-round: given up for the round
   uint64_t bad_chunks = 0;       // chunk for an unexpected shard/source/size: ignored
   uint64_t stray_acks = 0;       // ACK/CLOSE for no running transfer of ours
   uint64_t bytes_sent = 0;       // LTP DATA payload bytes, first sends and retransmits
@@ -199,6 +200,10 @@ class SiteSync final : private ltp::ReceiverSink {
   // DATA is dropped until this site begins the round too (the sender resends), so a gateway
   // whose workers stream their update in begins at once rather than at their first push.
   bool peer_began(uint32_t round) const { return !running_ && peer_began_ == round && round == round_ + 1; }
+  // Plan site `peer` is a new process (its control channel started over): the old one's part
+  // of the running round is given up and our sends to it dropped (see the .cpp). The
+  // gateway calls it when its control plane sees the restart.
+  void peer_restarted(int peer, Nanos now, ltp::PacketSink& tx);
   size_t early_held_now() const { return hold_n_; }  // DATA of the next round held (tests)
   // Between rounds (a config reload): the timeout of the rounds begun from now on.
   void set_round_timeout(Nanos t) { cfg_.round_timeout = t; }
@@ -228,6 +233,7 @@ class SiteSync final : private ltp::ReceiverSink {
   void on_transfer_end(const ltp::TransferSummary& s) override;
   void on_sample(const ltp::ArrivalSample& s) override;
   void peer_moved_on(int p, ltp::PacketSink& tx);
+  void abandon_out(Out& o);  // a fresh, unstarted sender in its place
 
   struct Link {
     CodecId codec = CodecId::kF32;

@@ -101,6 +101,10 @@ if [[ -z $NOKILL ]]; then
   last=$(sed -n 's/.*job 1: \([0-9]*\) rounds.*/\1/p' "$second")
   [[ $((rejoin + last - 1)) -eq $ROUNDS ]] ||
     fail "the restarted gateway ran $last rounds from round $rejoin, not to round $ROUNDS"
+  # The survivor learnt of the new process from its control channel and gave up, for its
+  # running round, what the old one owed it (SiteSync::peer_restarted).
+  grep -q "site [0-9]* restarted (a new process)" "$tmp/survivor.log" ||
+    fail "the survivor did not see its peer's restart"
 fi
 # Exact wherever nothing was lost: only rounds that ended by timeout (the survivor's while
 # its peer was down, when there is a kill) or gave up what a peer that moved on had not sent

@@ -127,6 +127,71 @@ TEST(SiteSync, SiteBehindGivesItsRoundUpAndMeetsThePeersInTheirs) {
   EXPECT_EQ(c.sites[0]->stats().peers_moved_on + c.sites[1]->stats().peers_moved_on, 0u);
 }
 
+// A site killed mid-round and started again as a new process rejoins the round it died in.
+// Its old incarnation had sent its whole part and acknowledged some of the result; the new
+// one has none of it, and the root's sender will never resend what was acknowledged. Told
+// of the restart (the gateway's control plane sees the peer's new session), the root gives
+// up what it owed the old incarnation and ends its round; the new one's DATA of that round
+// then meets the root's next round (CLOSE kStale) and it moves on at once. Not told, the
+// new incarnation waits for the missing result chunks until its round timeout.
+TEST(SiteSync, ARestartedPeerIsGivenUpForTheRoundItsOldIncarnationWasIn) {
+  struct Outcome {
+    bool rejoined_round_timed_out = false;
+    Nanos rejoin_to_next_round = 0;  // from the new incarnation's first round to both in the next
+  };
+  auto run = [](bool told) {
+    Outcome o;
+    // One shard, a star rooted at site 0: the root sends the whole result to site 1.
+    Cluster c(2, 4 * 100000, 1, 2 * kMilli, 0.0, 21, false, nullptr, false, false,
+              [](SyncConfig& sc) { sc.round_timeout = 3 * kSecond; });
+    c.fill_round(5);
+    EXPECT_TRUE(c.sites[0]->begin_round(5, c.local[0], c.net.now_, *c.ports[0]));
+    EXPECT_TRUE(c.sites[1]->begin_round(5, c.local[1], c.net.now_, *c.ports[1]));
+    // Site 1 dies once part of the result reached it (400 kB each way over 1 Gbit/s).
+    EXPECT_FALSE(c.run_until(5 * kMilli, [] { return false; }));
+    EXPECT_FALSE(c.sites[1]->round_done());
+    c.net.dead_.insert(1);
+    EXPECT_FALSE(c.run_until(kSecond, [] { return false; }));  // the root backs off meanwhile
+    c.net.dead_.erase(1);
+    c.restart(1);
+    if (told) c.sites[0]->peer_restarted(1, c.net.now_, *c.ports[0]);
+    const Nanos back = c.net.now_;
+    EXPECT_TRUE(c.sites[1]->begin_round(5, c.local[1], c.net.now_, *c.ports[1]));
+    // The test plays both gateways' loops: each begins round 6 once its round 5 ended.
+    bool began0 = false, began1 = false;
+    c.fill_round(6);
+    EXPECT_TRUE(c.run_until(10 * kSecond, [&] {
+      if (!began0 && c.sites[0]->round_done()) began0 = c.sites[0]->begin_round(6, c.local[0], c.net.now_, *c.ports[0]);
+      if (!began1 && c.sites[1]->round_done()) {
+        o.rejoined_round_timed_out = c.sites[1]->stats().timeouts > 0;
+        began1 = c.sites[1]->begin_round(6, c.local[1], c.net.now_, *c.ports[1]);
+      }
+      return began0 && began1;
+    }));
+    o.rejoin_to_next_round = c.net.now_ - back;
+    // Round 6 runs whole at both: every value the exact mean, no timeout.
+    const uint64_t timeouts0 = c.sites[0]->stats().timeouts, timeouts1 = c.sites[1]->stats().timeouts;
+    EXPECT_TRUE(c.run_until(10 * kSecond, [&] { return c.sites[0]->round_done() && c.sites[1]->round_done(); }));
+    EXPECT_EQ(c.sites[0]->stats().timeouts, timeouts0);
+    EXPECT_EQ(c.sites[1]->stats().timeouts, timeouts1);
+    const auto m = c.mean();
+    for (int i = 0; i < 2; ++i) {
+      auto r = c.sites[i]->result();
+      for (size_t k = 0; k < m.size(); ++k) EXPECT_NEAR(r[k], m[k], 1e-5 * (1 + std::abs(m[k]))) << i << " " << k;
+    }
+    if (told) {
+      EXPECT_EQ(c.sites[0]->stats().peer_restarts, 1u);
+    }
+    return o;
+  };
+  const Outcome told = run(true), untold = run(false);
+  EXPECT_FALSE(told.rejoined_round_timed_out);
+  EXPECT_LT(told.rejoin_to_next_round, 100 * kMilli);
+  // The failure this guards against: the rejoined round ends by its timeout (3 s).
+  EXPECT_TRUE(untold.rejoined_round_timed_out);
+  EXPECT_GE(untold.rejoin_to_next_round, 3 * kSecond);
+}
+
 // A site whose workers are still computing has not begun the round its peers already run:
 // their DATA is dropped (counted) and they resend only after a timeout. The first such DATA
 // says the peers began the next round (peer_began), which is how a gateway begins at once.

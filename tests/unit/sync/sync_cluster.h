@@ -129,12 +129,21 @@ struct Cluster {
   std::vector<std::unique_ptr<Net::Port>> ports;
   std::vector<std::unique_ptr<SiteSync>> sites;
   std::vector<std::vector<float>> local;
+  std::vector<SyncConfig> cfgs;
+  topo::Plan plan;
+
+  // Site i as a new process: nothing of its earlier rounds kept (a gateway that crashed and
+  // was started again).
+  void restart(int i) {
+    sites[static_cast<size_t>(i)] = std::make_unique<SiteSync>(cfgs[static_cast<size_t>(i)]);
+    EXPECT_TRUE(sites[static_cast<size_t>(i)]->set_plan(plan, 1));
+  }
 
   Cluster(int n, uint64_t model_bytes, int shards, Nanos delay, double loss, uint64_t seed, bool reliable = false,
           const topo::Plan* given = nullptr, bool compression = false, bool share_links = false,
           const std::function<void(SyncConfig&)>& tweak = {})
       : net(n, delay, loss, seed) {
-    const topo::Plan plan = given ? *given : make_plan(n, model_bytes, shards);
+    plan = given ? *given : make_plan(n, model_bytes, shards);
     EXPECT_EQ(topo::validate(plan), topo::PlanError::kOk);
     for (int i = 0; i < n; ++i) {
       SyncConfig c;
@@ -150,6 +159,7 @@ struct Cluster {
       ports.push_back(std::make_unique<Net::Port>(net, i));
       sites.push_back(std::make_unique<SiteSync>(c));
       EXPECT_TRUE(sites.back()->set_plan(plan, 1));
+      cfgs.push_back(c);
       local.emplace_back(model_bytes / 4);
     }
   }
