@@ -256,14 +256,24 @@ void Sender::on_ack(const wire::AckMsg& m, Nanos now) {
   const uint32_t before = acked_;
   const uint64_t delivered_before = delivered_;
   spurious_now_ = 0;
-  uint64_t newest_seq = 0;
-  uint32_t newest = 0;
+  uint64_t newest_seq = 0, rack_seq = 0;
+  uint32_t newest = 0, rack_newest = 0;
+  const Nanos echo = static_cast<Nanos>(std::min<uint64_t>(m.f.echo_ts, static_cast<uint64_t>(INT64_MAX)));
   auto consider = [&](uint32_t i) {
     const Chunk& c = chunks_[i];
     if (c.state == kAcked || c.state == kUnsent) return;
     if (c.tx_seq > newest_seq) {
       newest_seq = c.tx_seq;
       newest = i;
+    }
+    // RACK's clock moves only on chunks this ACK surely answers (RFC 8985 6.2, step 2): not a
+    // resent chunk whose ACK echoes an earlier copy, or came back sooner than any round trip.
+    // Taken from such a chunk, its resend time made everything sent a reorder window before
+    // it look lost: on the simulator's lossy profile, half of all resends were needless.
+    const bool ambiguous = c.retransmitted && (echo < c.sent || now - c.sent < min_rtt_);
+    if (!ambiguous && c.tx_seq > rack_seq) {
+      rack_seq = c.tx_seq;
+      rack_newest = i;
     }
   };
   const uint32_t cum = std::min(m.f.cum_ack, count_);
@@ -296,11 +306,13 @@ void Sender::on_ack(const wire::AckMsg& m, Nanos now) {
   ev.held = m.f.held;
   if (newly > 0) {
     const Chunk& n = chunks_[newest];
-    if (n.tx_seq > largest_acked_seq_) largest_acked_seq_ = n.tx_seq;
-    if (n.sent >= rack_xmit_) {
-      rack_xmit_ = n.sent;
-      // An ACK of an earlier copy of a resent chunk says nothing of this copy's round trip.
-      if (!n.retransmitted || m.f.echo_ts >= static_cast<uint64_t>(n.sent)) rack_rtt_ = now - n.sent;
+    if (rack_seq > 0) {
+      const Chunk& r = chunks_[rack_newest];
+      if (r.tx_seq > largest_acked_seq_) largest_acked_seq_ = r.tx_seq;
+      if (r.sent >= rack_xmit_) {
+        rack_xmit_ = r.sent;
+        rack_rtt_ = now - r.sent;
+      }
     }
     ev.prior_delivered = n.delivered_at_send;
     ev.newest_acked_send = n.sent;
