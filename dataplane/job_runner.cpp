@@ -507,8 +507,11 @@ void JobRunner::check_restarts_st(Nanos now) {
     const uint32_t n = restarts_->restarts(i);
     if (n == restarts_seen_[i]) continue;
     restarts_seen_[i] = n;
-    if (sync_->running()) {
+    if (sync_ && sync_->running()) {
       sync_->peer_restarted(static_cast<int>(i), now, tx_);
+      next_wake_ = 0;
+    } else if (peer_ && peer_->running()) {
+      peer_->peer_restarted(static_cast<int>(i), now, tx_);
       next_wake_ = 0;
     }
   }
@@ -542,7 +545,7 @@ unsigned JobRunner::poll_st(Nanos now) {
     }
     slot_->quiescent_st(role_.engine);  // no snapshot pointer is held across passes
   }
-  if (restarts_ && sync_) check_restarts_st(now);
+  if (restarts_) check_restarts_st(now);
   if (lead_link_) return follow_st(now);
   if (peer_) return peer_poll_st(now);
   // The workers' whole next update is in: the compute time adaptive compression weighs.

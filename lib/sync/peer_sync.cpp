@@ -147,21 +147,43 @@ bool PeerSync::begin_round(uint32_t round, std::span<const float> update, Nanos 
   raise_floor(round > cfg_.staleness ? round - cfg_.staleness : 0, now, tx);
   for (auto& o : outs_)
     if (o) o->started = false;
-  for (int r : sel_[self_]) {
-    Out& o = *outs_[r];
-    ltp::TransferSpec spec;
-    spec.job = cfg_.job;
-    spec.round = round;
-    spec.chunk_size = cfg_.chunk_bytes;
-    spec.data = {reinterpret_cast<const uint8_t*>(update.data()), update.size() * sizeof(float)};
-    o.started = o.sender->start(spec, now);
-    if (o.started) {
-      ++stats_.updates_sent;
-      o.sender->poll(now, tx);
-    }
-  }
+  for (int r : sel_[self_]) start_send(r, now, tx);
   check_done(now, tx);
   return true;
+}
+
+void PeerSync::start_send(int r, Nanos now, ltp::PacketSink& tx) {
+  Out& o = *outs_[r];
+  ltp::TransferSpec spec;
+  spec.job = cfg_.job;
+  spec.round = round_;
+  spec.chunk_size = cfg_.chunk_bytes;
+  spec.data = {reinterpret_cast<const uint8_t*>(update_.data()), update_.size() * sizeof(float)};
+  o.started = o.sender->start(spec, now);
+  if (o.started) {
+    ++stats_.updates_sent;
+    o.sender->poll(now, tx);
+  }
+}
+
+// Site p came back as a new process while this round runs. Its old process's update that has
+// not arrived never will (its transfer here is given up, the rest filled as bubbles), and our
+// update to it died with it: our sender would resend only what the old process had not
+// acknowledged, so the new one would hold part of it and wait for the rest until its round
+// timeout. It is sent again, whole, to the new process (which drops it as stale if it rejoins
+// at a later round).
+void PeerSync::peer_restarted(int p, Nanos now, ltp::PacketSink& tx) {
+  if (!running_ || p < 0 || p == self_ || static_cast<size_t>(p) >= cfg_.site_nodes.size()) return;
+  ++stats_.peer_restarts;
+  const ltp::TransferKey key{cfg_.job, round_, 0, cfg_.site_nodes[static_cast<size_t>(p)]};
+  if (!receiver_->abandon(key, now, *this, tx) && std::find(senders_.begin(), senders_.end(), p) != senders_.end())
+    ended_[static_cast<size_t>(p)] = std::max(ended_[static_cast<size_t>(p)], round_ + 1);  // nothing of it came
+  if (outs_[static_cast<size_t>(p)] && outs_[static_cast<size_t>(p)]->started) {
+    count_sends(*outs_[static_cast<size_t>(p)]);
+    new_sender(p);
+    start_send(p, now, tx);
+  }
+  check_done(now, tx);
 }
 
 PeerSync::Slot* PeerSync::slot_for(uint32_t round, size_t& k) {

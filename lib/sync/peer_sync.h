@@ -86,6 +86,7 @@ struct PeerSyncStats {
   uint64_t bad_chunks = 0;         // wrong shard, size or sender: ignored
   uint64_t retransmits = 0;
   uint64_t bytes_sent = 0;
+  uint64_t peer_restarts = 0;      // a peer came back as a new process mid-round (peer_restarted)
 };
 
 class PeerSync final : private ltp::ReceiverSink {
@@ -106,6 +107,11 @@ class PeerSync final : private ltp::ReceiverSink {
   bool begin_round(uint32_t round, std::span<const float> update, Nanos now, ltp::PacketSink& tx);
   void on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSink& tx);
   Nanos poll(Nanos now, ltp::PacketSink& tx);
+  // Site index `peer` is a new process (its control channel started over): what the old one
+  // had not delivered of its update for the running round is given up, and our update goes
+  // to the new one again, whole (see the .cpp). The gateway calls it when its control plane
+  // sees the restart.
+  void peer_restarted(int peer, Nanos now, ltp::PacketSink& tx);
 
   // Between rounds (a config reload): the timeout of the rounds begun from now on.
   void set_round_timeout(Nanos t) { cfg_.round_timeout = t; }
@@ -146,6 +152,7 @@ class PeerSync final : private ltp::ReceiverSink {
   bool sends_done() const;
   void check_done(Nanos now, ltp::PacketSink& tx);
   void abandon_sends();
+  void start_send(int r, Nanos now, ltp::PacketSink& tx);
   void new_sender(int r);
   void count_sends(Out& o);
   void on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) override;

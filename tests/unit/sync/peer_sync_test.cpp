@@ -36,6 +36,13 @@ struct Peers {
   std::vector<std::unique_ptr<PeerSync>> sites;
   std::vector<std::vector<float>> update;  // per site, per round filled by fill()
   Selection sel;
+  std::vector<PeerSyncConfig> cfgs;
+
+  // Site i as a new process: nothing of its earlier rounds kept.
+  void restart(int i) {
+    sites[static_cast<size_t>(i)] = std::make_unique<PeerSync>(cfgs[static_cast<size_t>(i)]);
+    EXPECT_TRUE(sites[static_cast<size_t>(i)]->set_selection(sel));
+  }
 
   Peers(int n, size_t floats, const Selection& s, uint32_t staleness = 0, Nanos delay = kMilli, double loss = 0,
         uint64_t seed = 1, Nanos timeout = 5 * kSecond)
@@ -53,6 +60,7 @@ struct Peers {
       sites.push_back(std::make_unique<PeerSync>(c));
       EXPECT_TRUE(sites.back()->ok());
       EXPECT_TRUE(sites.back()->set_selection(sel));
+      cfgs.push_back(c);
       update.emplace_back(floats);
     }
   }
@@ -230,6 +238,52 @@ TEST(PeerSync, UpdatesOlderThanTheBoundAreDroppedAndCounted) {
   ASSERT_TRUE(p.sites[0]->begin_round(4, p.update[0], p.net.now_, *p.ports[0]));
   ASSERT_TRUE(p.run_until(kSecond, [&] { return p.sites[0]->round_done(); }));
   for (size_t k = 0; k < p.update[0].size(); ++k) ASSERT_EQ(p.sites[0]->result()[k], p.update[0][k]);
+}
+
+// A site killed mid-round and started again rejoins the round it died in. Its old process
+// had acknowledged part of its peer's update; the new one has none of it. Told of the restart,
+// the peer sends its update again, whole, and both end the round at once with every value
+// mixed; not told, it resends only what was not acknowledged and the new process waits for
+// the rest until its round timeout (3 s).
+TEST(PeerSync, ARestartedPeerGetsTheWholeUpdateAgain) {
+  auto run = [](bool told) {
+    const size_t floats = 100000;  // 400 kB each way over 1 Gbit/s
+    Peers p(2, floats, {{1}, {0}}, 0, 2 * kMilli, 0.0, 7, 3 * kSecond);
+    for (int i = 0; i < 2; ++i) {
+      p.fill(i, 5);
+      EXPECT_TRUE(p.sites[i]->begin_round(5, p.update[i], p.net.now_, *p.ports[i]));
+    }
+    EXPECT_FALSE(p.run_until(4 * kMilli, [] { return false; }));  // part of each update is across
+    EXPECT_FALSE(p.sites[1]->round_done());
+    p.net.dead_.insert(1);
+    EXPECT_FALSE(p.run_until(kSecond, [] { return false; }));
+    p.net.dead_.erase(1);
+    p.restart(1);
+    if (told) p.sites[0]->peer_restarted(1, p.net.now_, *p.ports[0]);
+    const Nanos back = p.net.now_;
+    EXPECT_TRUE(p.sites[1]->begin_round(5, p.update[1], p.net.now_, *p.ports[1]));
+    EXPECT_TRUE(p.run_until(10 * kSecond, [&] { return p.sites[0]->round_done() && p.sites[1]->round_done(); }));
+    struct {
+      Nanos took;
+      uint64_t timeouts;
+      bool whole;
+    } o{p.net.now_ - back, p.sites[1]->stats().timeouts, true};
+    // The new process mixed site 0's whole update: (own + other) / 2 everywhere.
+    auto r = p.sites[1]->result();
+    for (size_t k = 0; k < floats && o.whole; ++k)
+      o.whole = std::abs(r[k] - 0.5f * (p.update[0][k] + p.update[1][k])) <= 1e-5f * (1 + std::abs(r[k]));
+    if (told) {
+      EXPECT_EQ(p.sites[0]->stats().peer_restarts, 1u);
+    }
+    return o;
+  };
+  const auto told = run(true), untold = run(false);
+  EXPECT_EQ(told.timeouts, 0u);
+  EXPECT_TRUE(told.whole);
+  EXPECT_LT(told.took, 100 * kMilli);
+  // The failure this guards against: the new process's round ends by its timeout.
+  EXPECT_EQ(untold.timeouts, 1u);
+  EXPECT_GE(untold.took, 3 * kSecond);
 }
 
 TEST(PeerSync, ANewSelectionTakesEffectAtTheNextRound) {
