@@ -618,12 +618,13 @@ TEST(Multipath, AdaptiveSprayOverLanesAndRelayStaysExact) {
       if (all == 0) continue;  // the trees may not use this link
       // Every slot carries a real share (the relay's, two hops long, less than its weight:
       // it drains slower here, and much slower when the machine is loaded: adaptive spraying
-      // then rightly passes it over more), and the direct lanes' sends were answered on
-      // their slot.
+      // then rightly passes it over more), and ACKs came back naming the direct lanes. Not
+      // each lane: an ACK names the lane of the last DATA before it, and a lane seldom last in
+      // a burst is seldom named -- 1-22 times in a run here, and once, under a loaded CI run
+      // with sanitizers, not at all.
       for (unsigned k = 0; k < 3; ++k)
         EXPECT_GT(sp.counters(peer.id, k)->chunks.get(), all / 100) << s.cfg.site.name << " slot " << k;
-      for (unsigned k = 0; k < 2; ++k)
-        EXPECT_GT(sp.counters(peer.id, k)->acks.get(), 0u) << s.cfg.site.name << " slot " << k;
+      EXPECT_GT(sp.counters(peer.id, 0)->acks.get() + sp.counters(peer.id, 1)->acks.get(), 0u) << s.cfg.site.name;
     }
   }
   tb.shutdown();
