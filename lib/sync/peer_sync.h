@@ -28,8 +28,8 @@
 //
 // Time is passed in; packets come in as LTP messages and leave through an ltp::PacketSink.
 // Owner: one engine. Memory is sized in the constructor and set_selection (between rounds);
-// the packet path allocates nothing (a send to a receiver that never answered is replaced at
-// the next round's start: the only allocation after set_selection, and only on failure).
+// the packet path allocates nothing. A send abandoned at a round timeout, or to a peer that
+// restarted, gets a fresh sender: the only allocations after set_selection, and only on failure.
 #pragma once
 
 #include <cstdint>
