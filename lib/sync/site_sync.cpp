@@ -779,7 +779,13 @@ void SiteSync::abandon_out(Out& o) {
   sc.local_node = cfg_.self_node;
   sc.peer_node = cfg_.site_nodes[static_cast<size_t>(o.peer)];
   sc.max_chunks = max_chunks;
-  o.rc = make_controller(cfg_);
+  if (shared(o.peer)) {
+    // Its flow in the link's share stays (a private controller here took the link's senders
+    // out of the share until the next plan); the flow hears its transfer ended.
+    o.rc->on_demand(now_, ltp::Demand::kDone);
+  } else {
+    o.rc = make_controller(cfg_);
+  }
   o.sender = std::make_unique<ltp::Sender>(sc, *o.rc, rng_);
   o.started = false;
   o.dirty = false;  // an index left in dirty_ finds it unstarted and skips it

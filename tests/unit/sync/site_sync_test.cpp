@@ -13,6 +13,8 @@
 #include <cstring>
 
 #include "common/rng.h"
+#include "ltp/delivery_rate_controller.h"
+#include "ltp/link_share.h"
 #include "sync/site_sync.h"
 #include "sync_cluster.h"
 
@@ -95,6 +97,34 @@ TEST(SiteSync, DeadSiteDoesNotHangTheOthers) {
   // Star rooted at 0 over sites {0,1}: the mean of the two that contributed.
   auto r = c.sites[0]->result();
   for (size_t k = 0; k < r.size(); ++k) ASSERT_NEAR(r[k], 0.5 * (c.local[0][k] + c.local[1][k]), 1e-5);
+}
+
+// Senders that share a link's congestion state (transport.link_share) stay in the share when
+// a round gives them up: at the round timeout (here: a dead peer) and when a peer restarts,
+// the sender is replaced, not its flow. A private controller in its place took the link's
+// senders out of the share for the rest of the plan.
+TEST(SiteSync, GivenUpSendersStayInTheirLinkShare) {
+  std::vector<std::unique_ptr<ltp::LinkShare>> shares;
+  for (int p = 0; p < 3; ++p)
+    shares.push_back(std::make_unique<ltp::LinkShare>(std::make_unique<ltp::DeliveryRateController>()));
+  Cluster c(3, 3 * 8000, 3, 5 * kMilli, 0.0, 5, false, nullptr, false, false, [&](SyncConfig& sc) {
+    sc.round_timeout = 2 * kSecond;
+    if (sc.self_node == 1) sc.link_shares = {nullptr, shares[1].get(), shares[2].get()};
+  });
+  const uint32_t flows = shares[2]->flows();
+  ASSERT_GT(flows, 0u);
+  c.net.dead_.insert(2);
+  c.fill_round(1);
+  ASSERT_TRUE(c.run_round(1, 10 * kSecond));
+  EXPECT_EQ(c.sites[0]->stats().timeouts, 1u);
+  EXPECT_EQ(shares[2]->flows(), flows) << "the timeout's replacements left the link share";
+  EXPECT_EQ(shares[2]->running_flows(), 0u) << "abandoned flows still counted as sending";
+  c.net.dead_.erase(2);
+  c.fill_round(2);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(c.sites[i]->begin_round(2, c.local[i], c.net.now_, *c.ports[i]));
+  c.sites[0]->peer_restarted(2, c.net.now_, *c.ports[0]);
+  EXPECT_EQ(shares[2]->flows(), flows);
+  EXPECT_EQ(shares[2]->running_flows(), 0u);
 }
 
 // A site one round behind the others (back from a restart, or its peers timed a round out
