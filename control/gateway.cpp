@@ -640,7 +640,7 @@ std::vector<uint64_t> Gateway::bytes_sent_to(const JobStack& js, uint64_t& total
   for (size_t i = 0; i < sites.size(); ++i) {
     if (sites[i] == cfg_.site.id) continue;
     for (const auto& tx : js.txs) {
-      const dp::Sprayer& sp = tx->sprayer();
+      const spray::Sprayer& sp = tx->sprayer();
       for (unsigned s = 0; s < sp.slots(sites[i]); ++s)
         if (const auto* c = sp.counters(sites[i], s)) out[i] += c->bytes.get();
     }

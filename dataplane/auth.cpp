@@ -16,7 +16,7 @@
 
 #include "crypto/peer_sessions.h"
 #include "dataplane/gateway_handler.h"
-#include "dataplane/path_id.h"
+#include "wire/path_id.h"
 #include "sync/local_group.h"
 #include "wire/frame.h"
 
@@ -97,7 +97,7 @@ GatewayHandler::Verdict GatewayHandler::authenticate_st(EngineIo& io, rte_mbuf* 
   uint16_t relay_dst = 0;
   if (in.common.type == wire::MsgType::kData && in.msg.size() >= sizeof(wire::DataHeader)) {
     const uint16_t pid = reinterpret_cast<const wire::DataHeader*>(in.msg.data())->path_id.load();
-    if (pathid::is_relayed(pid)) relay_dst = pathid::destination(pid);
+    if (wire::pathid::is_relayed(pid)) relay_dst = wire::pathid::destination(pid);
   }
   if (relay_dst == 0) {
     if (in.common.src_node != hop) return refuse_auth_st(io, m, in, AuthDrop::kSpoofed);

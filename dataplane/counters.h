@@ -3,19 +3,13 @@
 // (aligned 64-bit stores are atomic on the platforms DPDK supports; std::atomic says so).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
+
+#include "common/counter.h"
 
 namespace sg::dp {
 
-class Counter {
- public:
-  void add(uint64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
-  uint64_t get() const { return v_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<uint64_t> v_{0};
-};
+using sg::Counter;  // lib/common/counter.h: one writer, any reader
 
 // Why a received packet was dropped. Names are exported by telemetry (drop_reason_name).
 enum class Drop : uint8_t {

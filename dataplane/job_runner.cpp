@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "controller/controller.h"
-#include "dataplane/path_id.h"
+#include "wire/path_id.h"
 #include "sync/hop_sample.h"
 #include "topology/baselines.h"
 #include "wire/ltp_codec.h"
@@ -169,7 +169,7 @@ void JobRunner::check_result(uint64_t& checked, uint64_t& exact) const {
 
 void JobRunner::on_sample(const ltp::ArrivalSample& s) {
   if (!samples_) return;
-  const bool relayed = pathid::is_relayed(s.path_id);
+  const bool relayed = wire::pathid::is_relayed(s.path_id);
   const int hop = site_index(relayed ? relay_hop_ : s.src_node);
   if (hop < 0) return;
   push_sample(sync::arrival_hop_sample(s, static_cast<uint16_t>(hop), static_cast<uint16_t>(self_), relayed));

@@ -39,7 +39,7 @@ struct LtpCounters {
   Counter job_rx;        // JOB messages (joins, leaves, announcements) for the job registry
   static constexpr size_t kPeersCounted = 64;
   std::array<Counter, kPeersCounted> data_rx_from_site{};  // by peer index (first 64 peers), relayed included
-  // Multipath (path_id.h, spray.h).
+  // Multipath (lib/wire/path_id.h, lib/spray/sprayer.h).
   Counter relayed_tx;        // DATA we sent through a relay site
   Counter relayed_rx;        // DATA for us that came through a relay
   Counter relay_forwarded, relay_forwarded_bytes;  // DATA we relayed for others, not aggregated

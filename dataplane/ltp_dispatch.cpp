@@ -16,7 +16,7 @@
 #include "dataplane/gateway_handler.h"
 #include "dataplane/job_runner.h"
 #include "dataplane/ltp_tx.h"
-#include "dataplane/path_id.h"
+#include "wire/path_id.h"
 #include "sync/local_group.h"
 #include "sync/shard_engine.h"
 

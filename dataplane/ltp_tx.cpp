@@ -7,7 +7,7 @@
 
 #include "crypto/peer_sessions.h"
 #include "dataplane/frame_build.h"
-#include "dataplane/path_id.h"
+#include "wire/path_id.h"
 #include "sync/local_group.h"
 #include "wire/frame.h"
 #include "wire/ltp_codec.h"
@@ -118,8 +118,8 @@ void LtpTx::send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::sp
   if (!payload.empty()) std::memcpy(p + hr + head.size(), payload.data(), payload.size());
   if (slot >= 0) {
     // The slot (and for a relay the destination) rides in path_id, before the UDP checksum.
-    const uint16_t pid = r->via ? pathid::relayed(static_cast<unsigned>(slot), meta.peer_node)
-                                : pathid::direct(static_cast<unsigned>(slot));
+    const uint16_t pid = r->via ? wire::pathid::relayed(static_cast<unsigned>(slot), meta.peer_node)
+                                : wire::pathid::direct(static_cast<unsigned>(slot));
     reinterpret_cast<wire::DataHeader*>(p + hr)->path_id.store(pid);
   }
   if (seal) {

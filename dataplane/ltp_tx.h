@@ -2,9 +2,9 @@
 // (Ethernet/IPv4/UDP built around it) on the route to its peer, handed to the engine's TX.
 // One copy: from the sender's message buffer straight into the mbuf.
 //
-// DATA to a site is sprayed (spray.h): each chunk takes one of the peer's path slots, direct
+// DATA to a site is sprayed (lib/spray/sprayer.h): each chunk takes one of the peer's path slots, direct
 // or through a relay, chosen by the plan's split and each slot's in-flight data; the slot is
-// written into the DATA's path_id (path_id.h), which the receiver echoes in its ACKs (on_ack_st).
+// written into the DATA's path_id (lib/wire/path_id.h), which the receiver echoes in its ACKs (on_ack_st).
 // ACK, CLOSE and CONTROL always take the first direct route.
 //
 // TX queues: with set_tx_rings, DATA is also dealt round robin over every TX queue of the
@@ -29,7 +29,7 @@
 #include "dataplane/ltp_counters.h"
 #include "dataplane/neighbours.h"
 #include "dataplane/routes.h"
-#include "dataplane/spray.h"
+#include "spray/sprayer.h"
 #include "ltp/types.h"
 
 namespace sg::crypto {
@@ -64,8 +64,8 @@ class LtpTx final : public ltp::PacketSink {
   void set_sealer(crypto::Sealer* s) { sealer_ = s; }
   // With a job token: what goes to the site's workers is sealed toward the worker's node.
   void set_worker_sealer(crypto::Sealer* s) { worker_sealer_ = s; }
-  Sprayer& sprayer() { return spray_; }
-  const Sprayer& sprayer() const { return spray_; }
+  spray::Sprayer& sprayer() { return spray_; }
+  const spray::Sprayer& sprayer() const { return spray_; }
 
   void send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::span<const uint8_t> payload) override;
   // An ACK addressed to us (engine 0, before the transport sees it): in-flight accounting.
@@ -82,7 +82,7 @@ class LtpTx final : public ltp::PacketSink {
   EngineIo* io_ = nullptr;
   std::vector<WorkerAddr> workers_;
   uint16_t ltp_port_ = 7400;
-  Sprayer spray_;
+  spray::Sprayer spray_;
   std::vector<rte_ring*> rings_;
   uint32_t next_queue_ = 0;
   crypto::Sealer* sealer_ = nullptr;

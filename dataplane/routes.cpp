@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "config/load.h"
-#include "dataplane/path_id.h"
+#include "wire/path_id.h"
 
 namespace sg::dp {
 namespace {
@@ -26,7 +26,7 @@ std::vector<PeerRoute> build_routes(const config::GatewayConfig& cfg, const std:
         hop = nullptr;
         for (const auto& p : cfg.peers)
           if (p.id == *path.via && p.id != peer.id) hop = &p;
-        if (!hop || peer.id > pathid::kMaxRelayedSite) continue;
+        if (!hop || peer.id > wire::kMaxRelayedSite) continue;
       }
       PeerRoute r;
       r.peer_id = peer.id;

@@ -14,7 +14,7 @@ namespace sg::dp {
 
 // One route to a peer: a path out of a port towards a next hop. A relayed route (via != 0)
 // addresses the relay site's gateway (peer_ipv4, peer_udp_port are the relay's); the final
-// destination travels in the DATA path_id (path_id.h).
+// destination travels in the DATA path_id (lib/wire/path_id.h).
 struct PeerRoute {
   uint16_t peer_id = 0;
   uint32_t peer_ipv4 = 0;

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "wire/ltp_codec.h"
 #include "wire/ltp_header.h"
+#include "wire/path_id.h"
 
 namespace sg::sim {
 
@@ -53,6 +55,7 @@ Wan::Wan(const WanSpec& spec, uint32_t max_msg_bytes, uint32_t payload_scale)
   site_node_.assign(eps_.size(), 0);
   wake_at_.assign(n_, INT64_MAX);
   split_of_.assign(static_cast<size_t>(n_) * n_, -1);
+  sprayers_.resize(static_cast<size_t>(n_));
   codec_factor_.assign(static_cast<size_t>(n_) * n_, 1.0);
   link_inflight_.assign(static_cast<size_t>(n_) * n_, 0);
   heap_.reserve(1 << 16);
@@ -92,6 +95,48 @@ void Wan::set_splits(const std::vector<topo::LinkSplit>& splits) {
     split_of_[static_cast<size_t>(ls.from) * n_ + ls.to] = static_cast<int>(splits_.size());
     splits_.push_back(s);
   }
+}
+
+spray::Sprayer& Wan::use_sprayer(int site, int max_relays) {
+  auto sp = std::make_unique<spray::Sprayer>();
+  for (int j = 0; j < n_; ++j) {
+    if (j == site) continue;
+    sp->add_path(site_node_[j], j, 0);  // route: the next hop's site index
+    int relays = 0;
+    for (int k = 0; k < n_ && relays < max_relays; ++k)
+      if (k != site && k != j && site_node_[k] <= wire::kMaxRelayedSite) {
+        sp->add_path(site_node_[j], k, site_node_[k]);
+        ++relays;
+      }
+  }
+  sprayers_[site] = std::move(sp);
+  return *sprayers_[site];
+}
+
+void Wan::set_spray_plan(int site, const topo::Plan& plan) {
+  if (!sprayers_[site]) return;
+  sprayers_[site]->set_plan(plan, site_node_, site);
+}
+
+int Wan::spray_hop(int site, int dst, uint8_t* msg, uint32_t wire) {
+  spray::Sprayer& sp = *sprayers_[site];
+  auto* h = reinterpret_cast<wire::DataHeader*>(msg);
+  const auto send_ts = static_cast<Nanos>(h->send_ts.load());
+  const uint16_t peer = site_node_[dst];
+  const int slot = sp.pick_st(peer, wire, send_ts);
+  if (slot < 0) return dst;
+  const auto k = static_cast<unsigned>(slot);
+  const bool relayed = sp.via(peer, k) != 0;
+  h->path_id.store(relayed ? wire::pathid::relayed(k, peer) : wire::pathid::direct(k));
+  sp.on_sent_st(peer, k, wire, send_ts);
+  return sp.route(peer, k);
+}
+
+void Wan::spray_ack(int at, std::span<const uint8_t> msg) {
+  if (msg.size() < sizeof(wire::LtpCommon) || msg[offsetof(wire::LtpCommon, type)] != static_cast<uint8_t>(wire::MsgType::kAck))
+    return;
+  const auto a = wire::parse_ack(msg);
+  if (a) sprayers_[at]->on_ack_st(a->f.src_node, a->f.path_id, static_cast<Nanos>(a->f.echo_ts), now_);
 }
 
 void Wan::set_codec_factor(int from, int to, double factor) {
@@ -183,8 +228,9 @@ void Wan::send_from(int site, const ltp::TxMeta& m, std::span<const uint8_t> hea
   if (p.data) body /= codec_factor_[static_cast<size_t>(site) * n_ + dst];
   // Gateways seal every packet between sites: the trailer crosses the WAN too.
   p.wire = static_cast<uint32_t>(head.size() + wire::kAuthTrailerLen + static_cast<uint64_t>(body + 0.5));
-  const int next = p.data ? next_hop(site, dst, p.wire) : dst;
-  if (next != dst && head.size() >= sizeof(wire::DataHeader)) {
+  const bool sprayed = p.data && sprayers_[site] && head.size() >= sizeof(wire::DataHeader);
+  const int next = sprayed ? spray_hop(site, dst, b, p.wire) : p.data ? next_hop(site, dst, p.wire) : dst;
+  if (!sprayed && next != dst && head.size() >= sizeof(wire::DataHeader)) {
     // Through a relay: marked as the gateway's dataplane marks it, so the receiver does not
     // take it for a sample of the direct link.
     auto* h = reinterpret_cast<wire::DataHeader*>(b);
@@ -239,6 +285,7 @@ void Wan::deliver(uint32_t id, int at) {
     return;
   }
   ++stats_.delivered;
+  if (sprayers_[at]) spray_ack(at, {slot(id), p.len});  // as LtpTx::on_ack_st, before the sender sees it
   ep->set_relay_hop(p.prev != p.src ? site_node_[p.prev] : 0);
   ep->on_packet({slot(id), p.len}, now_, *ports_[at]);
   free_packet(id);

@@ -7,8 +7,11 @@
 //
 // A packet's path: source egress cap -> link(src, next) -> next's ingress cap -> delivered
 // (or, at a relay, forwarded unaggregated to its destination over the relay's egress).
-// DATA of a split link (topo::Plan::splits) is dealt to the direct link and the relays by
-// smooth weighted round robin, as the gateway's dataplane does.
+// A site given the gateway's sprayer (use_sprayer) sends its DATA as a gateway does: the
+// lib/spray Sprayer picks each chunk's path (direct, or through a relay site) from the plan's
+// splits and each path's ACK clock, standby relays included, and the ACKs that reach the site
+// feed it. Other sites deal the DATA of a split link (topo::Plan::splits) to the direct link
+// and the relays by the splits' weights alone (smooth weighted round robin).
 //
 // Scale. A packet's wire size is head + payload * payload_scale (+ trailer): the simulator
 // may carry 1/scale of the model's floats for real while links see full-size chunks. The
@@ -29,6 +32,7 @@
 #include "common/clock.h"
 #include "ltp/types.h"
 #include "sim/link.h"
+#include "spray/sprayer.h"
 #include "topology/plan.h"
 
 namespace sg::sim {
@@ -87,6 +91,13 @@ class Wan {
 
   // Multipath splits of the plan in force (plan site index == simulator site index).
   void set_splits(const std::vector<topo::LinkSplit>& splits);
+  // The gateway's sprayer at `site` (after attach): a direct path to every other site and a
+  // relayed one through each third site, up to `max_relays` per peer (the testbed's configs
+  // give three), as the gateway's config lists them. The site's DATA follows it from then on.
+  spray::Sprayer& use_sprayer(int site, int max_relays = 3);
+  // The plan in force at `site` (its switch): the sprayer's weights, as JobRunner installs them.
+  void set_spray_plan(int site, const topo::Plan& plan);
+  const spray::Sprayer* sprayer(int site) const { return sprayers_[site].get(); }
   // DATA bytes (wire) dealt to each path of the split of from->to since set_splits: direct
   // first, then the relays in the plan's order. Empty if the link is not split.
   std::vector<uint64_t> split_sent(int from, int to) const;
@@ -159,6 +170,9 @@ class Wan {
   void route(uint32_t id, int at, int next, Nanos now);
   void deliver(uint32_t id, int at);
   int next_hop(int from, int to, uint32_t wire);
+  // The next hop of DATA from `site` to `dst` by the site's sprayer; marks the header's path_id.
+  int spray_hop(int site, int dst, uint8_t* msg, uint32_t wire);
+  void spray_ack(int at, std::span<const uint8_t> msg);
 
   static constexpr uint32_t kBlock = 512;
   int n_;
@@ -173,6 +187,7 @@ class Wan {
   std::vector<Nanos> wake_at_;
   std::vector<int> split_of_;      // per link: index into splits_ or -1
   std::vector<Split> splits_;
+  std::vector<std::unique_ptr<spray::Sprayer>> sprayers_;  // per site, or nullptr
   std::vector<double> codec_factor_;
   std::vector<uint64_t> link_inflight_;  // wire bytes on each link (sent, not yet arrived)
   std::vector<std::unique_ptr<uint8_t[]>> blocks_;

@@ -73,9 +73,9 @@ inline constexpr uint16_t kMaxSiteId = kWorkerNodeBase - 1;
 
 // DATA path_id bit 15: the copy crossed a relay site (NetStorm multipath), so its arrival
 // measures the relay's link, not the sender's. The rest of path_id is the sender's business
-// (lib/ltp echoes it in ACKs; the dataplane's layout is in dataplane/path_id.h).
+// (lib/ltp echoes it in ACKs; the gateway's layout is in path_id.h).
 inline constexpr uint16_t kPathRelayed = 0x8000;
-// The dataplane's path_id layout (dataplane/path_id.h): bits 12-14 name one of a peer's path
+// The gateway's path_id layout (path_id.h): bits 12-14 name one of a peer's path
 // slots, bits 0-11 a relayed copy's destination site. The limits every config must respect.
 inline constexpr unsigned kPathSlotShift = 12;
 inline constexpr uint16_t kPathSlotMask = 0x7;

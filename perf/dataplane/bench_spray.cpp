@@ -35,16 +35,16 @@ constexpr double kDelayUs = 500;  // one way, every lane
 
 struct Mode {
   const char* name;
-  SprayMode mode;
+  spray::SprayMode mode;
   bool measured;          // weights from each path's delivery rate (what the gateway does)
   bool capacity_weights;  // factors from the lanes' configured capacities: an oracle reference
 };
 constexpr Mode kModes[] = {
-    {"adaptive", SprayMode::kAdaptive, true, false},          // the gateway's default
-    {"weighted", SprayMode::kWeighted, true, false},
-    {"weighted-oracle", SprayMode::kWeighted, false, true},   // knows the lanes' capacities
-    {"plan-only", SprayMode::kAdaptive, false, false},        // in-flight balance, no weights
-    {"equal", SprayMode::kEqual, false, false},
+    {"adaptive", spray::SprayMode::kAdaptive, true, false},          // the gateway's default
+    {"weighted", spray::SprayMode::kWeighted, true, false},
+    {"weighted-oracle", spray::SprayMode::kWeighted, false, true},   // knows the lanes' capacities
+    {"plan-only", spray::SprayMode::kAdaptive, false, false},        // in-flight balance, no weights
+    {"equal", spray::SprayMode::kEqual, false, false},
 };
 
 PairResult run(rte_mempool* pool, int lanes, int queues, const Mode& mode, uint64_t model_bytes, uint32_t rounds) {
@@ -53,7 +53,7 @@ PairResult run(rte_mempool* pool, int lanes, int queues, const Mode& mode, uint6
   o.queues = queues;
   o.lane_mbit.assign(kLaneMbit, kLaneMbit + kMaxLanes);
   o.delay_us = kDelayUs;
-  o.spray_setup = [&mode](Sprayer& sp, uint16_t peer, int n) {
+  o.spray_setup = [&mode](spray::Sprayer& sp, uint16_t peer, int n) {
     sp.set_mode(mode.mode);
     sp.set_measured_weights(mode.measured);
     if (mode.capacity_weights)

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "crypto/peer_sessions.h"
-#include "dataplane/spray.h"
+#include "spray/sprayer.h"
 
 namespace sg::dp {
 
@@ -29,7 +29,7 @@ struct PairOptions {
   // Sealing (null: plain). Each site gets its own sessions from it (self and peers filled in).
   std::optional<crypto::PeerSecurity> security;
   // Called with each site's sprayer before the first round.
-  std::function<void(Sprayer&, uint16_t peer, int lanes)> spray_setup;
+  std::function<void(spray::Sprayer&, uint16_t peer, int lanes)> spray_setup;
   // Junk frames (tests/support/junk_flood.h: random bytes, unsealed, forged tags, unknown
   // sources) injected into the first gateway per frame it received from its peer; 0: none.
   double flood_per_frame = 0;

@@ -142,6 +142,26 @@ void print_plans_and_drops(const topo::Plan& current, const topo::Plan& first, s
     }
   std::fprintf(stderr, "\n");
 }
+// SG_SIM_DEBUG_SPRAY, after each round: every site's chunks per path (cumulative), each
+// path's smoothed and minimum RTT and measured rate, and each link's queue now.
+void print_spray(sim::Wan& wan, int n) {
+  for (int i = 0; i < n; ++i) {
+    const spray::Sprayer* sp = wan.sprayer(i);
+    if (!sp) continue;
+    for (int j = 0; j < n; ++j) {
+      if (j == i) continue;
+      const auto peer = static_cast<uint16_t>(j + 1);
+      std::fprintf(stderr, "  %d>%d q %.0fKB:", i, j, wan.link(i, j).backlog_bytes(wan.now()) / 1e3);
+      for (unsigned k = 0; k < sp->slots(peer); ++k) {
+        const spray::SlotCounters* c = sp->counters(peer, k);
+        std::fprintf(stderr, " [via %u: %llu ch, w %.0f, %.0f Mbit/s, inflight %llu]", sp->via(peer, k),
+                     static_cast<unsigned long long>(c->chunks.get()), sp->weight(peer, k) * 8e-6,
+                     sp->delivery_rate(peer, k) * 8e-6, static_cast<unsigned long long>(sp->inflight(peer, k)));
+      }
+      std::fprintf(stderr, "\n");
+    }
+  }
+}
 }  // namespace
 
 controller::ControlPlaneConfig stack_control(const Setup& s, const sim::WanSpec& w, const StackOptions& o, int self) {
@@ -208,14 +228,22 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
     gc.sync.wire_compression = o.compress;
     gc.sync.topk_ratio = 0.01f;
     gc.control = stack_control(s, w, o, i);
-    // The splits of the plan in force (the simulator routes relayed DATA itself).
-    if (i == 0) gc.on_switch = [&wan](const topo::Plan& p) { wan.set_splits(p.splits); };
+    // The splits of the plan in force (the simulator routes relayed DATA itself), or each
+    // site's sprayer told of its switch as JobRunner tells the gateway's.
+    if (o.spray) gc.on_switch = [&wan, i](const topo::Plan& p) { wan.set_spray_plan(i, p); };
+    else if (i == 0) gc.on_switch = [&wan](const topo::Plan& p) { wan.set_splits(p.splits); };
     auto site = std::make_unique<sim::GatewaySite>(gc, first);
     gw.push_back(site.get());
     sites.push_back(std::move(site));
   }
   wan.set_splits(first.splits);
   sim::Cluster c(wan, std::move(sites));
+  if (o.spray)
+    for (int i = 0; i < n; ++i) {
+      spray::Sprayer& sp = wan.use_sprayer(i);
+      sp.set_standby_relays(o.multipath);  // topology.multipath
+      wan.set_spray_plan(i, first);
+    }
   // The gateways are up before the job's first round: their control planes run (probes on
   // idle links, rows, a first measured plan) for o.warmup of virtual time.
   if (o.warmup > 0) {
@@ -247,6 +275,7 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
                    static_cast<unsigned long long>(rr.stats.timeouts));
       for (int i = 0; i < n; ++i) std::fprintf(stderr, " s%d %.3f", i, (gw[i]->round_finished() - rr.start) * 1e-9);
       std::fprintf(stderr, "\n");
+      if (std::getenv("SG_SIM_DEBUG_SPRAY")) print_spray(wan, n);
     }
     out.rounds.push_back(sr);
     out.total_s += rr.seconds;

@@ -70,6 +70,10 @@ enum class Awareness { kStuck, kPassive, kProbes };
 struct StackOptions {
   Awareness awareness = Awareness::kStuck;
   bool multipath = false;
+  // Each site sprays its DATA with the gateway's own Sprayer (lib/spray: the plan's splits
+  // weighed by each path's ACK clock, standby relays for a backlogged direct path), as a
+  // gateway with topology.multipath does; false: the plan's splits by weight alone.
+  bool spray = false;
   bool compress = false;
   int max_trees = 12;                     // the planner's tree budget (topology.shards)
   double recompute_change = 0.2;          // the gateway's default

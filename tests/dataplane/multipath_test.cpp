@@ -1,8 +1,7 @@
 // Multipath in the dataplane: chunks of one transfer sprayed over several paths (parallel
 // ring-backed ports with their own UDP source ports, and a relay through the third site) and
 // over two TX queues, with the plan's split as weights.
-//   - Sprayer on its own: weights are followed exactly (weighted), the slow path does not hold
-//     the transfer back (adaptive), and equal splitting really is limited by the slow path.
+//   (The Sprayer on its own is tested in tests/unit/spray/sprayer_test.cpp.)
 //   - Three gateways whose plan sends part of every link via the third site: exact means at
 //     every site, every relayed packet forwarded exactly once and not aggregated at the relay,
 //     pools full afterwards.
@@ -23,217 +22,13 @@
 #include "dataplane/gateway_handler.h"
 #include "dataplane/job_runner.h"
 #include "dataplane/ltp_tx.h"
-#include "dataplane/path_id.h"
+#include "wire/path_id.h"
 #include "dataplane/ports.h"
-#include "dataplane/spray.h"
+#include "spray/sprayer.h"
 #include "measure/link_estimator.h"
 
 namespace sg::dp {
 namespace {
-
-// --- Sprayer alone -------------------------------------------------------------------------
-
-TEST(Sprayer, WeightedModeDealsChunksExactlyByThePlansSplit) {
-  // Site ids 1..3, plan indices 0..2; we are 1 (index 0), peer 2 (index 1), relay 3 (index 2).
-  Sprayer sp;
-  ASSERT_EQ(sp.add_path(2, 0, 0), 0);
-  ASSERT_EQ(sp.add_path(2, 1, 3), 1);
-  topo::Plan plan;
-  plan.splits.push_back(topo::LinkSplit{0, 1, 3, {topo::Relay{2, 1}}});
-  sp.set_plan(plan, {1, 2, 3}, 0);
-  EXPECT_DOUBLE_EQ(sp.weight(2, 0), 3.0);
-  EXPECT_DOUBLE_EQ(sp.weight(2, 1), 1.0);
-  sp.set_mode(SprayMode::kWeighted);
-  int n[2] = {0, 0};
-  for (int i = 0; i < 1000; ++i) {
-    const int s = sp.pick_st(2, 1400, i);
-    ASSERT_GE(s, 0);
-    ++n[s];
-    sp.on_sent_st(2, static_cast<unsigned>(s), 1400, i);
-  }
-  EXPECT_EQ(n[0], 750);
-  EXPECT_EQ(n[1], 250);
-  // A link the plan does not split goes direct only; a relay no path reaches goes direct too.
-  topo::Plan other;
-  other.splits.push_back(topo::LinkSplit{0, 1, 1, {}});
-  sp.set_plan(other, {1, 2, 3}, 0);
-  EXPECT_GT(sp.weight(2, 0), 0.0);
-  EXPECT_EQ(sp.weight(2, 1), 0.0);
-  for (int i = 0; i < 10; ++i) EXPECT_EQ(sp.pick_st(2, 1400, 2000 + i), 0);
-  EXPECT_EQ(sp.pick_st(7, 1400, 0), -1) << "unknown peer: the caller's direct route";
-}
-
-TEST(Sprayer, WithMultipathOffHereThePlansRelaySplitIsIgnored) {
-  // The plan comes from the coordinator's planner, whose topology.multipath may be on.
-  Sprayer sp;
-  sp.set_standby_relays(false);
-  ASSERT_EQ(sp.add_path(2, 0, 0), 0);
-  ASSERT_EQ(sp.add_path(2, 1, 3), 1);
-  topo::Plan plan;
-  plan.splits.push_back(topo::LinkSplit{0, 1, 3, {topo::Relay{2, 1}}});
-  sp.set_plan(plan, {1, 2, 3}, 0);
-  EXPECT_GT(sp.weight(2, 0), 0.0);
-  EXPECT_EQ(sp.weight(2, 1), 0.0);
-  for (SprayMode m : {SprayMode::kWeighted, SprayMode::kAdaptive}) {
-    sp.set_mode(m);
-    for (int i = 0; i < 200; ++i) {
-      ASSERT_EQ(sp.pick_st(2, 1400, i), 0) << "every chunk on its direct path";
-      sp.on_sent_st(2, 0, 1400, i);
-    }
-  }
-}
-
-// Two paths of one transfer, 3 and 1 packets per tick, 10 ticks of delay each way: the sender
-// offers 4 packets per tick. Returns the ticks until `total` packets were delivered, and the
-// share of packets the fast path carried.
-struct SimResult {
-  int ticks = 0;
-  double fast_share = 0;
-};
-// window > 0: at most that many packets in flight, as the sender's congestion window keeps it.
-SimResult simulate(SprayMode mode, int total, bool measured = true, int window = 0) {
-  Sprayer sp;
-  sp.set_measured_weights(measured);
-  sp.add_path(2, 0, 0);
-  sp.add_path(2, 1, 0);  // equal plan weights: the adaptive mode must find the 3:1 itself
-  sp.set_mode(mode);
-  constexpr Nanos kTick = 1000;
-  constexpr int kDelay = 10;
-  const int cap[2] = {3, 1};
-  std::deque<Nanos> queue[2];  // send times waiting for the path
-  struct Ack {
-    int at, slot;
-    Nanos echo;
-  };
-  std::deque<Ack> acks;
-  int sent = 0, delivered = 0, fast = 0;
-  for (int t = 0; t < 100000; ++t) {
-    const Nanos now = t * kTick;
-    while (!acks.empty() && acks.front().at <= t) {
-      sp.on_ack_st(2, pathid::direct(static_cast<unsigned>(acks.front().slot)), acks.front().echo, now);
-      acks.pop_front();
-    }
-    for (int k = 0; k < 4 && sent < total && (window == 0 || sent - delivered < window); ++k, ++sent) {
-      const int s = sp.pick_st(2, 1000, now);
-      sp.on_sent_st(2, static_cast<unsigned>(s), 1000, now);
-      queue[s].push_back(now);
-      fast += s == 0;
-    }
-    for (int s = 0; s < 2; ++s)
-      for (int k = 0; k < cap[s] && !queue[s].empty(); ++k) {
-        acks.push_back(Ack{t + 2 * kDelay, s, queue[s].front()});
-        queue[s].pop_front();
-        ++delivered;
-      }
-    if (delivered == total) return SimResult{t + kDelay, static_cast<double>(fast) / total};
-  }
-  return SimResult{100000, 0};
-}
-
-TEST(Sprayer, AdaptiveModeKeepsTheSlowPathFromHoldingTheTransferBack) {
-  const SimResult adaptive = simulate(SprayMode::kAdaptive, 20000);
-  const SimResult equal = simulate(SprayMode::kEqual, 20000);
-  // 20000 packets at 4 per tick: 5000 ticks at best. Equal split: the slow path carries half,
-  // 10000 ticks. Adaptive finds the 3:1 from in-flight data alone.
-  EXPECT_NEAR(adaptive.fast_share, 0.75, 0.03);
-  EXPECT_NEAR(equal.fast_share, 0.5, 0.001);
-  EXPECT_LT(adaptive.ticks, 5600);
-  EXPECT_GT(equal.ticks, 9900);
-}
-
-TEST(Sprayer, MeasuredWeightsFindThePathsRatesFromTheAckClock) {
-  // Weighted round robin on equal plan weights deals half to each path; with the weights
-  // measured from each path's delivery rate (and one path at a time probing 25% above it)
-  // the split moves to the paths' 3:1 and the transfer finishes near the best time.
-  const SimResult plan = simulate(SprayMode::kWeighted, 80000, /*measured=*/false, /*window=*/400);
-  const SimResult measured = simulate(SprayMode::kWeighted, 80000, /*measured=*/true, /*window=*/400);
-  EXPECT_NEAR(plan.fast_share, 0.5, 0.001);
-  EXPECT_GT(measured.fast_share, 0.68);
-  EXPECT_LT(measured.ticks, 0.65 * plan.ticks);
-}
-
-// A direct path of 3 packets per tick that drops to one packet every 3 ticks at tick 2000 (a
-// backbone taken by other traffic), and a relay the plan gives no weight (3 per tick, 15
-// ticks each way against the direct path's 10). The sender paces 2 packets per tick with at
-// most 400 in flight. Returns the ticks to deliver `total` and the packets relayed before and
-// after the drop.
-struct DropResult {
-  int ticks = 0;
-  int relayed_before = 0, relayed_after = 0;
-  uint64_t standby_chunks = 0;  // the sprayer's own count
-};
-DropResult simulate_drop(bool standby, int total) {
-  Sprayer sp;
-  sp.set_standby_relays(standby);
-  sp.add_path(2, 0, 0);
-  sp.add_path(2, 1, 3);  // via site 3: no plan weight
-  constexpr Nanos kTick = 1000;
-  constexpr int kDrop = 2000;
-  const int delay[2] = {10, 15};
-  std::deque<Nanos> queue[2];
-  struct Ack {
-    int at, slot;
-    Nanos echo;
-  };
-  std::deque<Ack> acks;
-  DropResult r;
-  int sent = 0, delivered = 0;
-  for (int t = 0; t < 200000; ++t) {
-    const Nanos now = t * kTick;
-    while (!acks.empty() && acks.front().at <= t) {
-      const auto& a = acks.front();
-      sp.on_ack_st(2, a.slot ? pathid::relayed(1, 2) : pathid::direct(0), a.echo, now);
-      acks.pop_front();
-    }
-    for (int k = 0; k < 2 && sent < total && sent - delivered < 400; ++k, ++sent) {
-      const int s = sp.pick_st(2, 1000, now);
-      sp.on_sent_st(2, static_cast<unsigned>(s), 1000, now);
-      queue[s].push_back(now);
-      if (s == 1) ++(t < kDrop ? r.relayed_before : r.relayed_after);
-    }
-    const int cap[2] = {t < kDrop ? 3 : (t % 3 == 0 ? 1 : 0), 3};
-    for (int s = 0; s < 2; ++s)
-      for (int k = 0; k < cap[s] && !queue[s].empty(); ++k) {
-        acks.push_back(Ack{t + 2 * delay[s], s, queue[s].front()});
-        queue[s].pop_front();
-        ++delivered;
-      }
-    // ACKs of both paths in arrival order.
-    std::stable_sort(acks.begin(), acks.end(), [](const Ack& a, const Ack& b) { return a.at < b.at; });
-    if (delivered == total) {
-      r.ticks = t;
-      r.standby_chunks = sp.standby_chunks();
-      return r;
-    }
-  }
-  r.ticks = 200000;
-  return r;
-}
-
-TEST(Sprayer, AStandbyRelayTakesWhatADirectPathCanNoLongerCarry) {
-  const DropResult on = simulate_drop(true, 20000);
-  const DropResult off = simulate_drop(false, 20000);
-  // 20000 packets at 2 per tick: 10000 ticks at best. Without the relay, the 16000 sent after
-  // the drop cross at a third of a packet per tick.
-  EXPECT_EQ(on.relayed_before, 0) << "the direct path kept up: nothing relayed";
-  EXPECT_EQ(off.relayed_before + off.relayed_after, 0);
-  EXPECT_GT(on.relayed_after, 12000) << "the relay carries what the direct path cannot (5/6 of it at best)";
-  EXPECT_LT(on.ticks, 11000);
-  EXPECT_GT(off.ticks, 40000);
-  EXPECT_EQ(on.standby_chunks, static_cast<uint64_t>(on.relayed_after)) << "counted";
-}
-
-TEST(Sprayer, HostileAcksAreIgnored) {
-  Sprayer sp;
-  sp.add_path(2, 0, 0);
-  sp.on_sent_st(2, 0, 1000, 5);
-  sp.on_ack_st(2, pathid::direct(6), 5, 10);  // no slot 6
-  sp.on_ack_st(9, pathid::direct(0), 5, 10);  // no peer 9
-  sp.on_ack_st(2, pathid::direct(0), 4, 10);  // echoes a time before anything was sent
-  EXPECT_EQ(sp.inflight(2, 0), 1000u);
-  sp.on_ack_st(2, pathid::direct(0), 5, 10);
-  EXPECT_EQ(sp.inflight(2, 0), 0u);
-}
 
 // --- Three gateways -------------------------------------------------------------------------
 
@@ -395,7 +190,7 @@ struct Testbed {
   void set_measured_weights(bool on) {
     for (auto& s : sites) s.tx->sprayer().set_measured_weights(on);
   }
-  void set_mode(SprayMode m) {
+  void set_mode(spray::SprayMode m) {
     for (auto& s : sites) s.tx->sprayer().set_mode(m);
   }
 
@@ -472,7 +267,7 @@ struct Testbed {
 TEST(Multipath, RelayedPlanGivesExactMeansAndTheRelayOnlyForwards) {
   // Every link sends 2 of 3 chunks direct and 1 through the third site.
   Testbed tb("r", 3, 256 * 1024, 1, /*relay=*/true, 1, 2, 1);
-  tb.set_mode(SprayMode::kWeighted);
+  tb.set_mode(spray::SprayMode::kWeighted);
   // The estimator's samples, as the control thread would take them.
   rte_ring* samples[kSites];
   for (int i = 0; i < kSites; ++i) {
@@ -553,7 +348,7 @@ TEST(Multipath, ASiteWithMultipathOffSendsDirectWhateverThePlanSays) {
   // Every link's plan splits 2:1 through the third site, but site 0 has topology.multipath
   // off: its chunks all go direct; the others relay, through site 0 too; means stay exact.
   Testbed tb("o", 2, 256 * 1024, 1, /*relay=*/true, 1, 2, 1, /*site0_multipath=*/false);
-  tb.set_mode(SprayMode::kWeighted);
+  tb.set_mode(spray::SprayMode::kWeighted);
   EXPECT_FALSE(tb.sites[0].tx->sprayer().standby_relays()) << "topology.multipath reaches the sprayer";
   EXPECT_TRUE(tb.sites[1].tx->sprayer().standby_relays());
   ASSERT_TRUE(tb.run(std::chrono::seconds(90)));
@@ -576,13 +371,13 @@ TEST(Multipath, ChunksSpreadOverPathsAndQueuesByWeight) {
   // Two direct lanes plus a relay per link, weights 3 (direct, shared by the lanes) : 1 (relay),
   // two TX queues per port. Weighted mode: slots get exactly 1.5 : 1.5 : 1 of first sends.
   Testbed tb("s", 2, 256 * 1024, 2, /*relay=*/true, 2, 3, 1);
-  tb.set_mode(SprayMode::kWeighted);
+  tb.set_mode(spray::SprayMode::kWeighted);
   tb.set_measured_weights(false);  // the plan's split alone (measured weights: the test above)
   ASSERT_TRUE(tb.run(std::chrono::seconds(90)));
   for (auto& s : tb.sites) {
     EXPECT_EQ(s.job->counters().values_exact.get(), s.job->counters().values_checked.get()) << s.cfg.site.name;
     for (const auto& peer : s.cfg.peers) {
-      const Sprayer& sp = s.tx->sprayer();
+      const spray::Sprayer& sp = s.tx->sprayer();
       ASSERT_EQ(sp.slots(peer.id), 3u);
       const double lane0 = static_cast<double>(sp.counters(peer.id, 0)->chunks.get());
       const double lane1 = static_cast<double>(sp.counters(peer.id, 1)->chunks.get());
@@ -612,7 +407,7 @@ TEST(Multipath, AdaptiveSprayOverLanesAndRelayStaysExact) {
   for (auto& s : tb.sites) {
     EXPECT_EQ(s.job->counters().values_exact.get(), s.job->counters().values_checked.get()) << s.cfg.site.name;
     for (const auto& peer : s.cfg.peers) {
-      const Sprayer& sp = s.tx->sprayer();
+      const spray::Sprayer& sp = s.tx->sprayer();
       uint64_t all = 0;
       for (unsigned k = 0; k < 3; ++k) all += sp.counters(peer.id, k)->chunks.get();
       if (all == 0) continue;  // the trees may not use this link

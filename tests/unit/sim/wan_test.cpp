@@ -53,6 +53,14 @@ void expect_mean(Cluster& c, const Inputs& in) {
   }
 }
 
+// One shard, every site's parent site 0 (three sites).
+topo::Plan star_at_0(const WanSpec& w, uint64_t bytes) {
+  topo::Plan plan = topo::star_plan(network_at(w, 0, 1, 1e9), bytes, 1024);
+  plan.shards[0].root = 0;
+  plan.shards[0].parent = {topo::kNoSite, 0, 0};
+  return plan;
+}
+
 struct RunOut {
   double seconds = 0;
   uint64_t events = 0, retx = 0;
@@ -258,9 +266,7 @@ TEST(Wan, SplitDealsChunksByThePlansWeights) {
   WanSpec w = mesh(3, 12.5e6, 5 * kMilli, 0, 3);
   Wan wan(w, 2048, 1);
   Cluster c(wan, make_sync_sites(3, 1024, false, 3));
-  topo::Plan plan = topo::star_plan(network_at(w, 0, 1, 1e9), 1 << 20, 1024);
-  plan.shards[0].root = 0;
-  plan.shards[0].parent = {topo::kNoSite, 0, 0};
+  topo::Plan plan = star_at_0(w, 1 << 20);
   plan.splits.push_back({1, 0, 3, {{2, 1}}});
   ASSERT_TRUE(install_plan(c, plan, 1));
   Inputs in(3, (1 << 20) / 4, 1);
@@ -272,15 +278,46 @@ TEST(Wan, SplitDealsChunksByThePlansWeights) {
   EXPECT_TRUE(wan.split_sent(2, 0).empty());
 }
 
+// A site running the gateway's sprayer (lib/spray): the plan has no split, its DATA to a
+// peer carries the sprayer's path_id, the ACKs that come back feed the sprayer's paths, a
+// backlogged direct link sheds chunks onto the standby relay, and every site still gets the
+// exact mean.
+TEST(Wan, SitesRunTheGatewaysSprayer) {
+  WanSpec w = mesh(3, 12.5e6, 5 * kMilli, 0, 4);
+  w.link(1, 0).bytes_per_s = 0.5e6;  // 4 Mbit/s against 100: its queue builds at once
+  Wan wan(w, 2048, 1);
+  Cluster c(wan, make_sync_sites(3, 1024, false, 4));
+  topo::Plan plan = star_at_0(w, 1 << 20);
+  ASSERT_TRUE(install_plan(c, plan, 1));
+  for (int i = 0; i < 3; ++i) {
+    wan.use_sprayer(i);
+    wan.set_spray_plan(i, plan);
+  }
+  const spray::Sprayer* sp = wan.sprayer(1);
+  ASSERT_NE(sp, nullptr);
+  ASSERT_EQ(sp->slots(1), 2u);  // to site 0 (node 1): direct, and through site 2
+  EXPECT_EQ(sp->via(1, 1), 3);
+  Inputs in(3, (1 << 20) / 4, 1);
+  ASSERT_TRUE(c.run_round(1, in.spans, 60 * kSecond).ok);
+  expect_mean(c, in);
+  EXPECT_GT(sp->counters(1, 0)->acks.get(), 100u) << "site 0's ACKs reach site 1's sprayer";
+  EXPECT_GT(sp->delivery_rate(1, 0), 0.0);
+  EXPECT_GT(sp->counters(1, 1)->chunks.get(), 0u) << "the standby relay took chunks";
+  EXPECT_EQ(wan.stats().relayed, sp->counters(1, 1)->chunks.get() + wan.sprayer(2)->counters(1, 1)->chunks.get() +
+                                     wan.sprayer(0)->counters(2, 1)->chunks.get() +
+                                     wan.sprayer(0)->counters(3, 1)->chunks.get() +
+                                     wan.sprayer(1)->counters(3, 1)->chunks.get() +
+                                     wan.sprayer(2)->counters(2, 1)->chunks.get())
+      << "every relayed chunk went where a sprayer sent it";
+}
+
 TEST(Wan, EgressCapSlowsTheRound) {
   auto round = [](double cap) {
     WanSpec w = mesh(3, 12.5e6, 5 * kMilli, 0, 2);
     w.sites[1].egress_bytes_per_s = cap;
     Wan wan(w, 2048, 1);
     Cluster c(wan, make_sync_sites(3, 1024, false, 2));
-    topo::Plan plan = topo::star_plan(network_at(w, 0, 1, 1e9), 1 << 20, 1024);
-    plan.shards[0].root = 0;
-    plan.shards[0].parent = {topo::kNoSite, 0, 0};
+    topo::Plan plan = star_at_0(w, 1 << 20);
     EXPECT_TRUE(install_plan(c, plan, 1));
     Inputs in(3, (1 << 20) / 4, 1);
     return c.run_round(1, in.spans, 60 * kSecond).seconds;

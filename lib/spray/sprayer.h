@@ -10,7 +10,7 @@
 //              the shares while every path keeps up, and a path that drains slower than its
 //              weight says accumulates in-flight data and is passed over until it catches up,
 //              so it never holds the transfer back.
-//   kWeighted  smooth weighted round robin by weight alone (what the simulator does).
+//   kWeighted  smooth weighted round robin by weight alone (the Wan's split for sites without one).
 //   kEqual     round robin over the usable slots: the naive split, limited by the slowest path.
 //
 // Measured weights (on by default): every slot keeps its own delivery rate from the ACK clock
@@ -36,8 +36,10 @@
 // everything sent on that slot up to that send_ts has arrived or is lost. Entries older than a
 // few of the slot's RTTs expire (ACKs are coalesced and may name another slot for a while).
 //
-// DPDK-free. Owner: engine 0 (the job's engine); setup (add_path, set_plan) allocates, the
-// rest does not. Counters are relaxed atomics readable from any thread.
+// DPDK-free: the gateway's dataplane (dataplane/ltp_tx.cpp) and the simulator (lib/sim/wan.cpp)
+// run this same class. Owner: the engine that sends the job's DATA (one state machine);
+// setup (add_path, set_plan) allocates, the rest does not. Counters are relaxed atomics
+// readable from any thread.
 #pragma once
 
 #include <array>
@@ -46,11 +48,11 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "dataplane/counters.h"
-#include "dataplane/path_id.h"
+#include "common/counter.h"
 #include "topology/plan.h"
+#include "wire/path_id.h"
 
-namespace sg::dp {
+namespace sg::spray {
 
 enum class SprayMode : uint8_t { kAdaptive, kWeighted, kEqual };
 
@@ -62,7 +64,7 @@ struct SlotCounters {
 
 class Sprayer {
  public:
-  static constexpr unsigned kMaxSlots = pathid::kMaxSlots;
+  static constexpr unsigned kMaxSlots = wire::pathid::kMaxSlots;
   static constexpr size_t kFlightRing = 1024;  // per slot: sends not yet covered by an ACK
 
   // Setup. `route` is the caller's handle (index into its route table); via == 0: direct.
@@ -148,4 +150,4 @@ class Sprayer {
   Counter standby_chunks_;
 };
 
-}  // namespace sg::dp
+}  // namespace sg::spray

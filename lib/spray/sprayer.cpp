@@ -1,8 +1,8 @@
-#include "dataplane/spray.h"
+#include "spray/sprayer.h"
 
 #include <algorithm>
 
-namespace sg::dp {
+namespace sg::spray {
 namespace {
 
 // Before a slot has an RTT sample its sends expire after this long.
@@ -199,7 +199,7 @@ void Sprayer::on_sent_st(uint16_t peer, unsigned slot, uint32_t bytes, Nanos sen
 
 void Sprayer::on_ack_st(uint16_t peer, uint16_t path_id, Nanos echo_ts, Nanos now) {
   Peer* p = find(peer);
-  const unsigned k = pathid::slot(path_id);
+  const unsigned k = wire::pathid::slot(path_id);
   if (!p || k >= p->count) return;
   Slot& s = p->slot[k];
   s.c.acks.add();
@@ -309,4 +309,4 @@ const SlotCounters* Sprayer::counters(uint16_t peer, unsigned slot) const {
   return p && slot < p->count ? &p->slot[slot].c : nullptr;
 }
 
-}  // namespace sg::dp
+}  // namespace sg::spray
