@@ -86,11 +86,20 @@ unsigned Engine::poll_once_st(uint64_t now_tsc) {
       uint64_t bytes = 0;
       for (uint16_t k = 0; k < n; ++k) bytes += rte_pktmbuf_pkt_len(pkts[k]);
       counters_.rx_bytes.add(bytes);
+      // The burst's time is read after it was taken, not at the top of the pass: an lcore
+      // descheduled in between (20 ms seen on the testbed) would date the ACKs that arrived
+      // meanwhile too early. Their RTT samples then came out below the path's propagation
+      // (0.02 ms on an 11 ms path), the rate model's min_rtt with them, and the window of
+      // 2 x rate x min_rtt fell short of what is in flight: each round trip delivered less,
+      // down to the 4-packet floor (3 Mbit/s on a 1 Gbit/s path, rounds of 8 s). Taken
+      // after the burst, a packet can only look older than it is, never younger.
+      now_tsc = rte_rdtsc();
       handler_.on_rx_st(*this, i, pkts, n, now_tsc);
       work += n;
     }
     if (!more) break;
   }
+  if (work) now_tsc = rte_rdtsc();  // the timers run at the time they are read, after the RX work
   work += handler_.on_poll_st(*this, now_tsc);
   if (pending_tx_ && now_tsc - last_drain_ >= drain_tsc_) {
     flush_st();
