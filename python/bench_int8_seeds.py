@@ -40,44 +40,27 @@ def int8_roundtrip(x, chunk):
 
 def train(seed, codec, epochs, sites=3, batch=32, lr=0.05, chunk=td.CHUNK_FLOATS):
     import numpy as np
-    import torch
-    torch.set_num_threads(1)
-    xtr, xte, ytr, yte = td.load_data(seed)
-    models = [td.make_model(seed, 0, "cnn") for _ in range(sites)]
-    opts = [torch.optim.SGD(m.parameters(), lr=lr, momentum=0.9) for m in models]
-    loss_fn = torch.nn.CrossEntropyLoss()
-    shards = [td.shard(xtr, ytr, r, sites, batch) for r in range(sites)]
-    rngs = [np.random.default_rng(seed + r) for r in range(sites)]
+    _, xte, _, yte = td.load_data(seed)
     n = td.n_params(0, "cnn")
     up_res = [np.zeros(n, np.float32) for _ in range(sites)]
-    down_res = np.zeros(n, np.float32)
-    losses = []
-    for _ in range(epochs):
-        orders = [rngs[r].permutation(len(shards[r][0])) for r in range(sites)]
-        for s in range(shards[0][2]):
-            grads = []
-            for r in range(sites):
-                xs, ys, _ = shards[r]
-                idx = orders[r][s * batch:(s + 1) * batch]
-                td.step_grad(models[r], loss_fn, xs[idx], ys[idx])
-                grads.append(td.flat_grad(models[r]).numpy().copy())
-            if codec == "int8":
-                total = grads[0].copy()
-                for r in range(1, sites):
-                    v = grads[r] + up_res[r]
-                    sent = int8_roundtrip(v, chunk)
-                    up_res[r] = v - sent
-                    total += sent
-                v = total / np.float32(sites) + down_res
-                mean = int8_roundtrip(v, chunk)
-                down_res = v - mean
-            else:
-                mean = np.mean(grads, axis=0).astype(np.float32)
-            for r in range(sites):
-                td.set_grad(models[r], torch.from_numpy(mean))
-                opts[r].step()
-        losses.append(td.val_loss(models[0], xte, yte))
-    return losses
+    down_res = [np.zeros(n, np.float32)]
+
+    def combine(site):
+        if codec != "int8":
+            return [np.mean(site, axis=0).astype(np.float32)] * sites
+        total = site[0].copy()
+        for r in range(1, sites):
+            v = site[r] + up_res[r]
+            sent = int8_roundtrip(v, chunk)
+            up_res[r] = v - sent
+            total += sent
+        v = total / np.float32(sites) + down_res[0]
+        mean = int8_roundtrip(v, chunk)
+        down_res[0] = v - mean
+        return [mean] * sites
+
+    return td.train_in_process(seed, 0, "cnn", sites, 1, batch, lr, epochs, combine,
+                               lambda ep, models: td.val_loss(models[0], xte, yte))
 
 
 def one_seed(args):

@@ -189,61 +189,78 @@ def run_worker(a):
 
 
 # --------------------------------------------------------------------------- sim
-def run_sim(a):
-    """All workers in one process: exact mean, or Bubble Filling semantics with loss p."""
+def train_in_process(seed, hidden, kind, sites, workers, batch, lr, epochs, combine, on_epoch):
+    """Every worker's replica in one process, stepped together. combine(site_means) gets each
+    site's mean gradient (its LocalGroup) and returns the gradient each site applies;
+    on_epoch(epoch, models) returns the epoch's record."""
     import numpy as np
     import torch
     torch.set_num_threads(1)
-    xtr, xte, ytr, yte = load_data(a.seed)
-    S, W = a.sites, a.workers
-    world = S * W
-    models = [make_model(a.seed, a.hidden, a.model) for _ in range(world)]
-    opts = [torch.optim.SGD(m.parameters(), lr=a.lr, momentum=0.9) for m in models]
+    xtr, _, ytr, _ = load_data(seed)
+    world = sites * workers
+    models = [make_model(seed, hidden, kind) for _ in range(world)]
+    opts = [torch.optim.SGD(m.parameters(), lr=lr, momentum=0.9) for m in models]
     loss_fn = torch.nn.CrossEntropyLoss()
-    shards = [shard(xtr, ytr, r, world, a.batch) for r in range(world)]
-    steps = shards[0][2]
-    rngs = [np.random.default_rng(a.seed + r) for r in range(world)]
-    loss_rng = np.random.default_rng(a.seed * 7919 + 1)
-    n = n_params(a.hidden, a.model)
-    chunks = (n + CHUNK_FLOATS - 1) // CHUNK_FLOATS
-    epochs = []
-    for ep in range(1, a.epochs + 1):
+    shards = [shard(xtr, ytr, r, world, batch) for r in range(world)]
+    rngs = [np.random.default_rng(seed + r) for r in range(world)]
+    records = []
+    for ep in range(1, epochs + 1):
         orders = [rngs[r].permutation(len(shards[r][0])) for r in range(world)]
-        for s in range(steps):
+        for s in range(shards[0][2]):
             grads = []
             for r in range(world):
                 xs, ys, _ = shards[r]
-                idx = orders[r][s * a.batch:(s + 1) * a.batch]
+                idx = orders[r][s * batch:(s + 1) * batch]
                 step_grad(models[r], loss_fn, xs[idx], ys[idx])
                 grads.append(flat_grad(models[r]).numpy().copy())
-            site = [np.mean(grads[i * W:(i + 1) * W], axis=0) for i in range(S)]  # LAN: LocalGroup
-            p = a.bubble_loss
-            if p <= 0:
-                results = [np.mean(site, axis=0)] * S
-            else:
-                # Up: site i's chunk c reaches the root (site 0) unless lost.
-                up = loss_rng.random((S, chunks)) >= p
-                up[0, :] = True
-                mask = np.repeat(up, CHUNK_FLOATS, axis=1)[:, :n]
-                total = np.sum(np.where(mask, site, 0.0), axis=0)
-                count = np.sum(mask, axis=0)
-                mean = (total / np.maximum(count, 1)).astype(np.float32)
-                results = []
-                for i in range(S):
-                    if i == 0:
-                        results.append(mean)
-                        continue
-                    down = np.repeat(loss_rng.random(chunks) >= p, CHUNK_FLOATS)[:n]
-                    results.append(np.where(down, mean, site[i]).astype(np.float32))
+            site = [np.mean(grads[i * workers:(i + 1) * workers], axis=0) for i in range(sites)]
+            results = combine(site)
             for r in range(world):
-                set_grad(models[r], torch.from_numpy(np.ascontiguousarray(results[r // W], dtype=np.float32)))
+                set_grad(models[r], torch.from_numpy(np.ascontiguousarray(results[r // workers], dtype=np.float32)))
                 opts[r].step()
+        records.append(on_epoch(ep, models))
+    return records
+
+
+def run_sim(a):
+    """All workers in one process: exact mean, or Bubble Filling semantics with loss p."""
+    import numpy as np
+    _, xte, _, yte = load_data(a.seed)
+    S, W = a.sites, a.workers
+    loss_rng = np.random.default_rng(a.seed * 7919 + 1)
+    n = n_params(a.hidden, a.model)
+    chunks = (n + CHUNK_FLOATS - 1) // CHUNK_FLOATS
+
+    def combine(site):
+        p = a.bubble_loss
+        if p <= 0:
+            return [np.mean(site, axis=0)] * S
+        # Up: site i's chunk c reaches the root (site 0) unless lost.
+        up = loss_rng.random((S, chunks)) >= p
+        up[0, :] = True
+        mask = np.repeat(up, CHUNK_FLOATS, axis=1)[:, :n]
+        total = np.sum(np.where(mask, site, 0.0), axis=0)
+        count = np.sum(mask, axis=0)
+        mean = (total / np.maximum(count, 1)).astype(np.float32)
+        results = []
+        for i in range(S):
+            if i == 0:
+                results.append(mean)
+                continue
+            down = np.repeat(loss_rng.random(chunks) >= p, CHUNK_FLOATS)[:n]
+            results.append(np.where(down, mean, site[i]).astype(np.float32))
+        return results
+
+    def on_epoch(ep, models):
         rec = {"epoch": ep, "acc": accuracy(models[0], xte, yte), "val_loss": val_loss(models[0], xte, yte),
                "acc_mean": float(np.mean([accuracy(m, xte, yte) for m in models]))}
-        epochs.append(rec)
         if not a.quiet:
             print("epoch %3d  accuracy %.4f (mean over replicas %.4f)  validation loss %.4f"
                   % (ep, rec["acc"], rec["acc_mean"], rec["val_loss"]), flush=True)
+        return rec
+
+    epochs = train_in_process(a.seed, a.hidden, a.model, S, W, a.batch, a.lr, a.epochs, combine, on_epoch)
+    world = S * W
     out = {"backend": "sim", "bubble_loss": a.bubble_loss, "world": world, "epochs": epochs,
            "final_acc": epochs[-1]["acc_mean"]}
     if a.out:
