@@ -497,13 +497,14 @@ void Gateway::print_job_summary(const JobStack& js) const {
                 (unsigned long long)rc.stale_updates.get(),
                 static_cast<double>(std::max<int64_t>(0, rc.update_lag_ns.load())) / 1e6);
   std::printf("[%s] job %u: %llu rounds of %llu bytes, mean round %.1f ms, early closes %llu, bubbles up %llu down %llu, "
-              "timeouts %llu, peers moved on %llu, retransmits %llu, RTO expiries %llu, early DATA %llu (%llu held)%s\n",
+              "timeouts %llu, peers moved on %llu, retransmits %llu, RTO expiries %llu, early DATA %llu (%llu held, %llu acked on arrival)%s\n",
               c.site.name.c_str(), c.job.id, (unsigned long long)n, (unsigned long long)c.job.model_bytes,
               n ? rc.round_ns_total.get() / 1e6 / n : 0.0, (unsigned long long)rc.early_closes.get(),
               (unsigned long long)rc.up_bubbles.get(), (unsigned long long)rc.down_bubbles.get(),
               (unsigned long long)rc.timeouts.get(), (unsigned long long)rc.peers_moved_on.get(),
               (unsigned long long)rc.retransmits.get(), (unsigned long long)rc.rto_expiries.get(),
-              (unsigned long long)rc.early_data.get(), (unsigned long long)rc.early_held.get(), exact);
+              (unsigned long long)rc.early_data.get(), (unsigned long long)rc.early_held.get(),
+              (unsigned long long)rc.early_acked.get(), exact);
   uint64_t standby = 0;
   for (const auto& tx : js.txs) standby += tx->sprayer().standby_chunks();
   if (standby)

@@ -157,6 +157,9 @@ std::string metrics_text(const Gateway& gw) {
   per_job("early_data_held_total", "counter",
           "Of the early DATA, what was held and replayed when the round began here.",
           [](const RC& c, size_t) { return static_cast<double>(c.early_held.get()); });
+  per_job("early_data_acked_total", "counter",
+          "Of the held early DATA, what was acknowledged on arrival (its senders need not resend it).",
+          [](const RC& c, size_t) { return static_cast<double>(c.early_acked.get()); });
   per_job("policy_version", "gauge", "The policy version in force.",
           [&](const RC&, size_t k) { return static_cast<double>(gw.policy_version(k)); });
   if (const JobDesk* desk = gw.desk()) {

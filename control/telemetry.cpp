@@ -152,6 +152,7 @@ int rounds_cb(const char*, const char* params, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "rto_expiries", c.rto_expiries.get());
   rte_tel_data_add_dict_u64(d, "early_data", c.early_data.get());
   rte_tel_data_add_dict_u64(d, "early_data_held", c.early_held.get());
+  rte_tel_data_add_dict_u64(d, "early_data_acked", c.early_acked.get());
   rte_tel_data_add_dict_u64(d, "values_checked", c.values_checked.get());
   rte_tel_data_add_dict_u64(d, "values_exact", c.values_exact.get());
   return 0;

@@ -14,6 +14,9 @@
 
 namespace sg::dp {
 
+// The longest a receiver on a link between sites holds an ACK back (wan_receiver), and so
+// what its senders' timeouts allow for (wan_rate).
+constexpr Nanos kWanAckDelayMax = 2 * kMilli;
 
 ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg) {
   ltp::ReceiverConfig r;
@@ -30,7 +33,7 @@ ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg) {
   // A WAN link's share of a few thousand chunks a second got an ACK per chunk (each arrival
   // came after ack_delay): about a tenth of the reverse path's bytes. Round trips between
   // sites are milliseconds long, so waiting up to 2 ms for the second chunk costs nothing.
-  r.ack_delay_max = 2 * kMilli;
+  r.ack_delay_max = kWanAckDelayMax;
   return r;
 }
 
@@ -43,6 +46,9 @@ bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::strin
 ltp::DeliveryRateConfig wan_rate(const config::GatewayConfig& cfg) {
   ltp::DeliveryRateConfig r;
   r.initial_rate = cfg.transport.initial_rate_mbit * 1e6 / 8;
+  // Its peers' receivers (wan_receiver) may hold an ACK this long: on the testbed's sub-ms
+  // paths a timeout of srtt + 4 rttvar (1 ms at least) fired while the ACK was only delayed.
+  r.peer_ack_delay = kWanAckDelayMax;
   return r;
 }
 
@@ -404,6 +410,7 @@ unsigned JobRunner::follow_st(Nanos now) {
     c_.rto_expiries.add(s.rto_expiries - last_.rto_expiries);
     c_.early_data.add(s.early_data - last_.early_data);
     c_.early_held.add(s.early_held - last_.early_held);
+    c_.early_acked.add(s.early_acked - last_.early_acked);
     last_ = s;
     ++work;
   }
@@ -436,6 +443,7 @@ void JobRunner::count_round_st(Nanos now) {
   c_.rto_expiries.add(s.rto_expiries - last_.rto_expiries);
   c_.early_data.add(s.early_data - last_.early_data);
   c_.early_held.add(s.early_held - last_.early_held);
+  c_.early_acked.add(s.early_acked - last_.early_acked);
   last_ = s;
   const Nanos end = links_.empty() ? sync_->round_finished() : std::max(sync_->round_finished(), last_done_at_);
   const uint64_t took = static_cast<uint64_t>(end - sync_->round_started());

@@ -40,6 +40,7 @@ struct RoundCounters {
   Counter rto_expiries;   // our transfers' retransmission timeouts
   Counter early_data;      // peer DATA of a round this site had not begun
   Counter early_held;      // ... of it held and replayed when the round began (the rest dropped, resent)
+  Counter early_acked;     // ... of that acknowledged on arrival, so its senders need not resend it
   Counter values_checked, values_exact;  // synthetic job: result values equal to the exact mean
   Counter round_ns_total;
   Counter policy_switches, samples_dropped;

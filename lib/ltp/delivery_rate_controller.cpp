@@ -297,7 +297,7 @@ double DeliveryRateController::pacing_rate() const {
 }
 
 LossDetection DeliveryRateController::loss_detection() const {
-  return ltp_loss_detection(cfg_.dup_threshold, cfg_.min_rto, 100 * kMilli);
+  return ltp_loss_detection(cfg_.dup_threshold, cfg_.min_rto, 100 * kMilli, cfg_.peer_ack_delay);
 }
 
 }  // namespace sg::ltp

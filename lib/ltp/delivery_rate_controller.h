@@ -51,6 +51,7 @@ struct DeliveryRateConfig {
   double initial_rate = 0;          // bytes/s paced before the first sample; 0: from initial_rtt
   Nanos min_rtt_window = 10 * kSecond;
   Nanos min_rto = 1 * kMilli;
+  Nanos peer_ack_delay = 0;         // the receivers' longest deliberate ACK delay (LossDetection::max_ack_delay)
   uint32_t dup_threshold = 8;       // tolerates multipath reordering
   double max_rate = 0;              // bytes/s cap (e.g. the NIC line rate); 0 = none
   double congestion_loss = 0.2;     // per-round loss fraction treated as overload

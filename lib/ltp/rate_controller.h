@@ -41,6 +41,10 @@ struct LossDetection {
   double reorder_window = 0.25;    // ... or once a chunk sent srtt * this later is acked
   Nanos min_rto = 200 * kMilli;
   Nanos rto_var_floor = 0;         // Linux: rto = srtt + max(4 * rttvar, rto_min)
+  // The longest the peer holds an ACK back on purpose, added to the timeout as QUIC adds its
+  // max_ack_delay (RFC 9002, 6.2.1): RTT samples do not show it, since a delayed ACK echoes
+  // the newest arrival, but it holds the oldest unacknowledged chunk's answer back.
+  Nanos max_ack_delay = 0;
   Nanos initial_rto = 1 * kSecond;
   Nanos max_rto = 60 * kSecond;
   bool tail_loss_probe = true;     // probe after ~2 srtt of silence (Linux TLP)
@@ -49,8 +53,10 @@ struct LossDetection {
 // LTP's own loss detection (its delivery-rate and LAN-window controllers): tolerant of
 // multipath reordering, millisecond timers, and a path back from an outage found within
 // max_rto (between gateways an outage is an event to recover from, not congestion).
-inline LossDetection ltp_loss_detection(uint32_t dup_threshold, Nanos min_rto, Nanos initial_rto) {
+inline LossDetection ltp_loss_detection(uint32_t dup_threshold, Nanos min_rto, Nanos initial_rto,
+                                        Nanos max_ack_delay = 0) {
   LossDetection d;
+  d.max_ack_delay = max_ack_delay;
   d.dup_threshold = dup_threshold;
   d.reorder_window = 0.25;
   d.min_rto = min_rto;

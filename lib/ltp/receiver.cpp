@@ -274,6 +274,31 @@ void Receiver::on_data(const wire::DataMsg& m, size_t msg_len, Nanos now, Receiv
   }
 }
 
+bool Receiver::ack_ahead(std::span<const uint8_t> msg, Nanos now, PacketSink& tx) {
+  auto d = wire::parse_data(msg);
+  if (!d) return false;
+  const auto& f = d->f;
+  const Job* j = find_job(f.job);
+  if (!j || f.round != j->round + 1 || f.policy_version != policy_for(*j, f.round)) return false;
+  wire::AckFields a;
+  a.src_node = cfg_.local_node;
+  a.job = f.job;
+  a.round = f.round;
+  a.policy_version = f.policy_version;
+  a.shard = f.shard;
+  a.path_id = f.path_id;
+  a.ack_ts = static_cast<uint64_t>(now);
+  a.echo_ts = f.send_ts;
+  a.sack_base = f.chunk_index & ~7u;
+  const uint8_t bit[1] = {static_cast<uint8_t>(1u << (f.chunk_index & 7))};
+  auto n = wire::build_ack(tx_buf_, a, bit);
+  if (!n) return false;
+  tx.send({f.src_node, f.path_id, MsgType::kAck}, std::span<const uint8_t>(tx_buf_).first(*n), {});
+  ++stats_.acks_sent;
+  ++stats_.acks_ahead;
+  return true;
+}
+
 void Receiver::send_ack(Transfer& t, uint32_t chunk, Nanos now, PacketSink& tx) {
   // The SACK window ends a little past the newest chunk and starts no earlier than the
   // cumulative point: it re-acknowledges recent arrivals, so a lost ACK is repaired by the next.

@@ -59,6 +59,7 @@ struct ReceiverStats {
   uint64_t refused_table_full = 0;
   uint64_t refused_too_large = 0;
   uint64_t acks_sent = 0;
+  uint64_t acks_ahead = 0;        // ... of them for DATA the caller held for the next round
   uint64_t closes_sent = 0;
   uint64_t rejects_sent = 0;
   uint64_t transfers_opened = 0;
@@ -91,6 +92,14 @@ class Receiver {
   // transfer closes now as kAbandoned, the rest filled as bubbles. False if none was open
   // (nothing of it ever arrived, or it already ended).
   bool abandon(const TransferKey& key, Nanos now, ReceiverSink& sink, PacketSink& tx);
+
+  // DATA that the caller holds for the round after the job's current one (which it has not
+  // begun): acknowledged now, as it arrives, so that its sender neither times out nor resends
+  // it while it waits; the hold can outlast a retransmission timeout many times over (on a
+  // 0.1 ms path the timeout is 1 ms, and sites begin rounds tens of ms apart). The caller
+  // must replay it once the round begins. False (nothing sent) unless the DATA is valid and
+  // of that next round under the policy that round will use.
+  bool ack_ahead(std::span<const uint8_t> msg, Nanos now, PacketSink& tx);
 
   // Timers: held ACKs, Early Close, fall-back, abandonment. Returns the next time it needs
   // to run (kNever if nothing is open).

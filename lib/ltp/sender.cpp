@@ -112,9 +112,9 @@ uint16_t Sender::pick_path() {
 Nanos Sender::rto() const {
   Nanos base;
   if (srtt_ == 0) {
-    base = rto_hint_ > 0 ? std::max(rto_hint_, ld_.min_rto) : ld_.initial_rto;
+    base = rto_hint_ > 0 ? std::max(rto_hint_ + ld_.max_ack_delay, ld_.min_rto) : ld_.initial_rto;
   } else {
-    base = srtt_ + std::max<Nanos>(4 * rttvar_, ld_.rto_var_floor);
+    base = srtt_ + std::max<Nanos>(4 * rttvar_, ld_.rto_var_floor) + ld_.max_ack_delay;
     base = std::max(base, ld_.min_rto);
   }
   // Backed off up to max_rto, but never capped below twice the path's own RTO (long paths).

@@ -949,6 +949,7 @@ void SiteSync::on_packet(std::span<const uint8_t> msg, Nanos now, ltp::PacketSin
         if (h->round.load() == round_ + 1 && src >= 0 && src != self_ && hold_early(msg)) {
           ++stats_.early_data;
           ++stats_.early_held;
+          if (receiver_->ack_ahead(msg, now, tx)) ++stats_.early_acked;
           return;
         }
       }

@@ -126,6 +126,7 @@ struct SyncStats {
   uint64_t rto_expiries = 0;    // our transfers' retransmission timeouts (all in flight presumed lost)
   uint64_t early_data = 0;       // peer DATA of a round this site had not begun
   uint64_t early_held = 0;       // ... of it held and replayed when the round began (the rest dropped, resent)
+  uint64_t early_acked = 0;      // ... of it acknowledged on arrival (its senders need not resend it)
   uint64_t encoded_chunks = 0;   // chunks sent compressed (up: per link; down: at the root)
 };
 

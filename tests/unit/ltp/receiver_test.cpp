@@ -123,6 +123,45 @@ TEST_F(ReceiverTest, AckCarriesCumulativePointSackAndEcho) {
   EXPECT_FALSE(ack->sack_bit(2 - ack->f.sack_base));
 }
 
+// DATA of the next round, held by the caller until the round begins, is acknowledged on
+// arrival: the ACK names that chunk and echoes its send time, so its sender stops timing it.
+// Anything but the next round under that round's policy gets no ACK (nothing would take it).
+TEST_F(ReceiverTest, AckAheadAcknowledgesTheNextRoundsDataOnly) {
+  auto next = fields(13, 40);
+  next.round = kRound + 1;
+  ASSERT_TRUE(rx_->ack_ahead(data(next), now_, tx_));
+  auto ack = wire::parse_ack(tx_.last(MsgType::kAck)->bytes);
+  ASSERT_TRUE(ack.ok());
+  EXPECT_EQ(ack->f.round, kRound + 1);
+  EXPECT_EQ(ack->f.policy_version, kPolicy);
+  EXPECT_EQ(ack->f.echo_ts, next.send_ts);
+  EXPECT_EQ(ack->f.path_id, next.path_id);
+  EXPECT_EQ(ack->f.cum_ack, 0u);
+  for (uint32_t i = 0; i < 40; ++i) {
+    const bool in = i >= ack->f.sack_base && i - ack->f.sack_base < wire::kAckSackBits && ack->sack_bit(i - ack->f.sack_base);
+    EXPECT_EQ(in, i == 13) << i;
+  }
+  EXPECT_EQ(tx_.last(MsgType::kAck)->meta.peer_node, kSrc);
+  EXPECT_EQ(rx_->stats().acks_ahead, 1u);
+  EXPECT_TRUE(sink_.chunks.empty()) << "acknowledged, not delivered: the caller replays it";
+
+  auto later = next;
+  later.round = kRound + 2;
+  auto other_policy = next;
+  other_policy.policy_version = kPolicy + 1;
+  auto other_job = next;
+  other_job.job = kJob + 1;
+  auto bad = data(next);
+  bad.resize(bad.size() - 3);  // payload_len no longer matches
+  const size_t acks = tx_.count(MsgType::kAck);
+  EXPECT_FALSE(rx_->ack_ahead(data(fields(1, 40)), now_, tx_)) << "the current round is taken as usual";
+  EXPECT_FALSE(rx_->ack_ahead(data(later), now_, tx_));
+  EXPECT_FALSE(rx_->ack_ahead(data(other_policy), now_, tx_));
+  EXPECT_FALSE(rx_->ack_ahead(data(other_job), now_, tx_));
+  EXPECT_FALSE(rx_->ack_ahead(bad, now_, tx_));
+  EXPECT_EQ(tx_.count(MsgType::kAck), acks);
+}
+
 TEST_F(ReceiverTest, InOrderAcksEveryNthAndFlushesHeldAck) {
   feed(data(fields(0, 8)));
   EXPECT_EQ(tx_.count(MsgType::kAck), 0u) << "first in-order chunk: ACK held (ack_every = 2)";

@@ -322,6 +322,32 @@ TEST_F(SenderTest, TimeoutRetransmitsAfterAtLeastTheMinimumRto) {
   EXPECT_TRUE(d.back().f.flags & wire::kFlagRetransmit);
 }
 
+// On a sub-millisecond path the timeout is srtt + 4 rttvar, 1 ms at least; a receiver that
+// holds its ACK up to 2 ms (ack_delay_max between sites) answered after the timer had fired.
+// The peers' ACK delay is added to the timeout, as QUIC adds max_ack_delay.
+TEST_F(SenderTest, TheTimeoutAllowsForThePeersAckDelay) {
+  auto fired_by = [&](Nanos peer_ack_delay, Nanos wait) {
+    DeliveryRateConfig rc;
+    rc.min_rto = kMilli;
+    rc.peer_ack_delay = peer_ack_delay;
+    DeliveryRateController drc(rc);
+    cap_.pkts.clear();
+    now_ = 5 * kSecond;
+    start(50, {}, /*streaming=*/false, &drc);
+    const Nanos t0 = now_;
+    tx_->poll(now_, cap_);
+    now_ += 100 * kMicro;
+    tx_->on_packet(ack(1, {}, static_cast<uint64_t>(t0)), now_);  // RTT 0.1 ms
+    const Nanos acked = now_;
+    for (Nanos t = acked; t <= acked + wait; t += 100 * kMicro) tx_->poll(t, cap_);
+    return tx_->stats().timeouts;
+  };
+  EXPECT_EQ(fired_by(0, 1500 * kMicro), 1u) << "without it the timer fires at 1 ms";
+  EXPECT_EQ(fired_by(2 * kMilli, 1500 * kMicro), 0u);
+  EXPECT_EQ(fired_by(2 * kMilli, 2000 * kMicro), 0u) << "an ACK delayed 2 ms is still in time";
+  EXPECT_EQ(fired_by(2 * kMilli, 3 * kMilli), 1u) << "and the timer still fires after srtt + 4 rttvar + 2 ms";
+}
+
 TEST_F(SenderTest, GivesUpWithoutProgress) {
   SenderConfig c;
   c.give_up_after = 3 * kSecond;
