@@ -36,6 +36,13 @@ uint64_t mac_key(const uint8_t* m) {
 
 }  // namespace
 
+struct Forwarder::TxBatch {
+  mmsghdr msgs[kBurst];
+  iovec iov[kBurst];
+  uint32_t bufs[kBurst];
+  int n = 0;
+};
+
 Forwarder::Forwarder(const Profile& profile, std::vector<PortSpec> ports, uint64_t seed)
     : profile_(profile), ports_(std::move(ports)) {
   const int n = profile_.sites;
@@ -82,10 +89,16 @@ bool Forwarder::open(std::string& error) {
     // Our own transmissions must not come back as receptions.
     const int one = 1;
     setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
+    // Room for a burst while the emulator is descheduled: the FORCE options pass the host's
+    // rmem_max/wmem_max (we run as root; without the capability the capped size is taken).
     const int buf = 8 << 20;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf) != 0)
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf) != 0)
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
   }
+  rx_buf_ = std::make_unique_for_overwrite<uint8_t[]>(kBurst * kMaxFrame);
+  tx_.resize(ports_.size());
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // wake within ~1 us of a due frame
   start_ = clock_now();
   return true;
@@ -129,11 +142,11 @@ void Forwarder::forward(int in_port, const uint8_t* frame, uint32_t len, Nanos n
 }
 
 void Forwarder::receive(int port, Nanos now) {
-  static thread_local uint8_t buf[kBurst][kMaxFrame];
+  uint8_t* const buf = rx_buf_.get();
   mmsghdr msgs[kBurst];
   iovec iov[kBurst];
   for (int i = 0; i < kBurst; ++i) {
-    iov[i] = {buf[i], kMaxFrame};
+    iov[i] = {buf + i * kMaxFrame, kMaxFrame};
     msgs[i] = {};
     msgs[i].msg_hdr.msg_iov = &iov[i];
     msgs[i].msg_hdr.msg_iovlen = 1;
@@ -145,7 +158,7 @@ void Forwarder::receive(int port, Nanos now) {
     if (got <= 0) return;
     for (int i = 0; i < got; ++i) {
       ++rx_frames_;
-      forward(port, buf[i], msgs[i].msg_len, now);
+      forward(port, buf + i * kMaxFrame, msgs[i].msg_len, now);
     }
     if (got < kBurst) return;
   }
@@ -155,16 +168,8 @@ void Forwarder::release_due(Nanos now) {
   // Each port's due frames go out in one sendmmsg: the queue's time order is kept per port,
   // which is the only order a receiver can see.
   const size_t nports = ports_.size();
-  struct Batch {
-    mmsghdr msgs[kBurst];
-    iovec iov[kBurst];
-    uint32_t bufs[kBurst];
-    int n = 0;
-  };
-  static thread_local std::vector<Batch> batches;
-  if (batches.size() < nports) batches.resize(nports);
   auto flush = [&](int port) {
-    Batch& b = batches[static_cast<size_t>(port)];
+    TxBatch& b = tx_[static_cast<size_t>(port)];
     int done = 0;
     while (done < b.n) {
       const int sent = sendmmsg(fds_[port], b.msgs + done, static_cast<unsigned>(b.n - done), MSG_DONTWAIT);
@@ -183,7 +188,7 @@ void Forwarder::release_due(Nanos now) {
     const Held h = held_.top();
     held_.pop();
     late_max_ = std::max(late_max_, now - h.at);
-    Batch& b = batches[static_cast<size_t>(h.port)];
+    TxBatch& b = tx_[static_cast<size_t>(h.port)];
     b.iov[b.n] = {bufs_[h.buf].get(), buf_len_[h.buf]};
     b.msgs[b.n] = {};
     b.msgs[b.n].msg_hdr.msg_iov = &b.iov[b.n];
@@ -192,7 +197,7 @@ void Forwarder::release_due(Nanos now) {
     if (++b.n == kBurst) flush(h.port);
   }
   for (size_t p = 0; p < nports; ++p)
-    if (batches[p].n) flush(static_cast<int>(p));
+    if (tx_[p].n) flush(static_cast<int>(p));
 }
 
 void Forwarder::run(const std::atomic<bool>& stop, Nanos duration, const std::string& stats_path,
@@ -204,6 +209,7 @@ void Forwarder::run(const std::atomic<bool>& stop, Nanos duration, const std::st
     Nanos now = clock_now();
     if (duration > 0 && now - start_ >= duration) break;
     if (!stats_path.empty() && (now >= next_stats || (dump && dump->exchange(false)))) {
+      count_socket_drops();
       write_stats(stats_path);
       next_stats = now + kSecond;
     }
@@ -225,13 +231,27 @@ void Forwarder::run(const std::atomic<bool>& stop, Nanos duration, const std::st
         release_due(clock_now());
       }
   }
-  if (!stats_path.empty()) write_stats(stats_path);
+  if (!stats_path.empty()) {
+    count_socket_drops();
+    write_stats(stats_path);
+  }
+}
+
+void Forwarder::count_socket_drops() {
+  // Frames the kernel dropped because our receive buffer was full: lost before any
+  // impairment, so they must show rather than pass for the profile's loss.
+  for (int fd : fds_) {
+    tpacket_stats st{};
+    socklen_t len = sizeof st;
+    if (getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0) rx_socket_drops_ += st.tp_drops;
+  }
 }
 
 std::string Forwarder::stats_json() const {
   const int n = profile_.sites;
   std::string s = "{\"rx_frames\": " + std::to_string(rx_frames_) + ", \"tx_frames\": " + std::to_string(tx_frames_) +
-                  ", \"tx_errors\": " + std::to_string(tx_errors_) + ", \"peak_held\": " + std::to_string(peak_held_) +
+                  ", \"tx_errors\": " + std::to_string(tx_errors_) +
+                  ", \"rx_socket_drops\": " + std::to_string(rx_socket_drops_) + ", \"peak_held\": " + std::to_string(peak_held_) +
                   ", \"late_max_us\": " + std::to_string(late_max_ / 1000) +
                   ", \"pairs\": [";
   bool first = true;

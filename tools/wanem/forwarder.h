@@ -52,10 +52,12 @@ class Forwarder {
     uint32_t buf;
     bool operator>(const Held& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
+  struct TxBatch;  // one port's frames due in this wake, sent with one sendmmsg
   void receive(int port, Nanos now);
   void forward(int in_port, const uint8_t* frame, uint32_t len, Nanos now);
   void release_due(Nanos now);
   uint32_t take_buffer();
+  void count_socket_drops();  // adds the kernel's receive drops since the last call
   Nanos clock_now() const;
 
   const Profile& profile_;
@@ -67,10 +69,13 @@ class Forwarder {
   std::vector<std::unique_ptr<uint8_t[]>> bufs_;
   std::vector<uint32_t> buf_len_;
   std::vector<uint32_t> free_;
+  std::unique_ptr<uint8_t[]> rx_buf_;  // one burst of receptions, sized in open()
+  std::vector<TxBatch> tx_;            // per port, sized in open()
   std::priority_queue<Held, std::vector<Held>, std::greater<Held>> held_;
   uint64_t seq_ = 0;
   Nanos start_ = 0;
   uint64_t rx_frames_ = 0, tx_frames_ = 0, tx_errors_ = 0, peak_held_ = 0;
+  uint64_t rx_socket_drops_ = 0;  // PACKET_STATISTICS tp_drops over all ports
   Nanos late_max_ = 0;  // the most a frame left after its delivery time (the emulator's error)
 };
 

@@ -80,11 +80,20 @@ start "sites: 2
 default: {delay_ms: 1}
 pairs:
   - {from: 1, to: 2, loss: 0.01}"
+udp_rcvbuf_errors() { ip netns exec "${P}b" awk '$1 == "Udp:" && $2 ~ /^[0-9]/ {print $6}' /proc/net/snmp; }
+rcv_err0=$(udp_rcvbuf_errors)
 ip netns exec "${P}b" python3 "$HERE/udp_probe.py" recv 9001 1.0 > "$tmp/recv.txt" &
 rp=$!; sleep 0.3
 ip netns exec "${P}a" python3 "$HERE/udp_probe.py" send 10.77.0.2 9001 "$n" 64 "$loss_pps"
 wait "$rp"
 got=$(awk '{print $2}' "$tmp/recv.txt")
+# Drops that are not the profile's (the receiver's socket full, the emulator's own sockets
+# full or a send refused) would pass for loss: they are named, and fail the check.
+kill -USR1 "$wpid"; sleep 0.3
+rcv_drops=$(( $(udp_rcvbuf_errors) - rcv_err0 ))
+emu_drops=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["rx_socket_drops"] + s["tx_errors"])' "$tmp/stats.json")
+[[ $rcv_drops == 0 ]] || fail "the receiving host dropped $rcv_drops datagrams (socket buffer full): the measurement, not the emulator"
+[[ $emu_drops == 0 ]] || fail "the emulator's sockets dropped $emu_drops frames outside the profile"
 loss=$(awk -v g="$got" -v n="$n" 'BEGIN {print 1 - g / n}')
 loss_err=$(abs "$(awk -v l="$loss" 'BEGIN {print (l - 0.01) / 0.01}')")
 echo "loss: configured 1%, measured $(awk -v l="$loss" 'BEGIN {printf "%.3f%%", 100 * l}') of $n (relative error $loss_err)"

@@ -13,7 +13,12 @@ import time
 
 def recv(port, quiet):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
+    # A stall of this process must not drop datagrams the emulator delivered: FORCE passes the
+    # host's rmem_max (root only; otherwise the capped size).
+    try:
+        s.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 64 << 20)
+    except PermissionError:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
     s.bind(("0.0.0.0", port))
     s.settimeout(30)
     n = nbytes = 0
