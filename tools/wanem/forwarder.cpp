@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 namespace sg::wanem {
 namespace {
@@ -92,10 +93,8 @@ bool Forwarder::open(std::string& error) {
     // Room for a burst while the emulator is descheduled: the FORCE options pass the host's
     // rmem_max/wmem_max (we run as root; without the capability the capped size is taken).
     const int buf = 8 << 20;
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf) != 0)
-      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf) != 0)
-      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    for (const auto& [forced, capped] : {std::pair{SO_RCVBUFFORCE, SO_RCVBUF}, std::pair{SO_SNDBUFFORCE, SO_SNDBUF}})
+      if (setsockopt(fd, SOL_SOCKET, forced, &buf, sizeof buf) != 0) setsockopt(fd, SOL_SOCKET, capped, &buf, sizeof buf);
   }
   rx_buf_ = std::make_unique_for_overwrite<uint8_t[]>(kBurst * kMaxFrame);
   tx_.resize(ports_.size());

@@ -9,9 +9,10 @@
 // written every second and at exit).
 // Scheduling: by default the emulator asks for SCHED_FIFO priority 10 (--rt-priority 0: the
 // normal scheduler). A WAN's delays must not depend on what else the host runs: on the
-// 2-core testbed, one busy process beside it made ping RTTs 0.4-1.4 ms later than set; at
-// real-time priority they stay 0.35-0.4 ms. It sleeps when idle, and the kernel's real-time
-// throttling keeps a flood from starving the host.
+// 2-core testbed, beside one busy process, two runs under the normal scheduler missed the
+// 1 ms RTT bound (1.06, 1.40 ms), though most such runs stay at 0.3-0.45 ms as real-time
+// ones do (perf/README, wanem). It sleeps when idle, and the kernel's real-time throttling
+// keeps a flood from starving the host.
 #include <sched.h>
 
 #include <cerrno>
