@@ -52,6 +52,8 @@ ARMS = {
     "gloo-fp16": ("gloo fp16", "gloo", None),
 }
 TARGETS = {"step_speedup_vs_gloo_f32": 1.3, "step_speedup_vs_gloo_fp16": 1.5}
+FIGURES = {"step_speedup_vs_gloo_f32": ("gloo-f32", "sg-f32"), "step_speedup_vs_gloo_fp16": ("gloo-fp16", "sg-int8")}
+STEP_KEY = {"sg-f32": "stormgate_f32", "gloo-f32": "gloo_f32", "sg-int8": "stormgate_int8", "gloo-fp16": "gloo_fp16"}
 
 # One-way delays are half the RTT (tools/wanem's delay_ms is per direction).
 WAN = """# 1 = US West (Oregon), 2 = US East (N. Virginia), 3 = EU (Ireland).
@@ -107,19 +109,28 @@ def worker(a):
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
             ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    steps, waits = [], []
+    steps, waits, phases = [], [], []
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(ddp(x), y)
+        t1 = time.perf_counter()
         loss.backward()
+        t2 = time.perf_counter()
         opt.step()
-        dt = time.perf_counter() - t0
+        t3 = time.perf_counter()
         if i >= a.warmup:
-            steps.append(dt)
+            steps.append(t3 - t0)
+            # Where a step goes: forward, backward with its synchronisation, optimizer; and for
+            # stormgate, backward up to the first and the last bucket, and the wait after it.
+            ph = {"forward": t1 - t0, "backward_sync": t2 - t1, "optimizer": t3 - t2}
             if state is not None:
                 waits.append(state.last_wait_seconds)
+                ph.update({"to_first_bucket": state.first_bucket_at - t1,
+                           "to_last_bucket": state.last_bucket_at - t1, "wait": state.last_wait_seconds})
+            phases.append(ph)
     out = {"rank": rank, "arm": a.arm, "params": nparams, "batch": batch, "steps": steps, "waits": waits,
+           "phases": phases,
            "backward_compute": bw, "loss": float(loss)}
     if client is not None:
         out["client"] = dict(client.stats)
@@ -170,47 +181,55 @@ def driver(a):
     tmp = tempfile.mkdtemp(prefix="sg-ddp-step-")
     with open(os.path.join(tmp, "wan.yaml"), "w") as f:
         f.write(WAN)
-    steps = {k: [] for k in ARMS}
-    waits = {k: [] for k in ARMS}
+    arms = {k: ARMS[k] for k in a.arms}
+    steps = {k: [] for k in arms}
+    waits = {k: [] for k in arms}
+    phases = {k: [] for k in arms}
     backward = []
     bubbles = 0
     print("ddp-step: %d sites, %d repeat(s) of the 4 arms, %d steps after %d warm-up each" %
           (SITES, a.repeats, a.steps, a.warmup), flush=True)
     try:
         for rep in range(a.repeats):
-            for arm in ARMS:  # alternated, so a drift of the shared machine hits every arm alike
+            for arm in arms:  # alternated, so a drift of the shared machine hits every arm alike
                 res = run(a, arm, rep, tmp)
                 steps[arm] += res[0]["steps"]
                 waits[arm] += res[0]["waits"]
+                phases[arm] += res[0]["phases"]
                 backward += res[0]["backward_compute"]
                 bubbles += sum(r.get("client", {}).get("result_bubbles", 0) for r in res)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in steps.items()}
-    fig = {"step_speedup_vs_gloo_f32": med["gloo-f32"] / med["sg-f32"],
-           "step_speedup_vs_gloo_fp16": med["gloo-fp16"] / med["sg-int8"]}
+    fig = {k: med[base] / med[ours] for k, (base, ours) in FIGURES.items() if base in med and ours in med}
     print()
     print("WAN: 1-2 87.0 ms RTT 200 Mbit/s, 2-3 80.5 ms 200 Mbit/s, 1-3 137.0 ms 100 Mbit/s (no loss); model %d "
           "parameters; site 1 batch %d, sites 2-3 batch 1" % (model_params(), a.batch))
     print("%-16s %14s %14s %8s" % ("arm", "median step", "min / max", "steps"))
-    for arm, (label, _, _) in ARMS.items():
+    for arm, (label, _, _) in arms.items():
         print("%-16s %12.3f s %6.3f/%6.3f %8d" % (label, med[arm], min(steps[arm]), max(steps[arm]), len(steps[arm])))
-    print("backward alone at site 1: %.3f s; stormgate waited after the last bucket: f32 %.3f s, int8 %.3f s; "
-          "result chunks never delivered: %d" % (statistics.median(backward), statistics.median(waits["sg-f32"]),
-                                                statistics.median(waits["sg-int8"]), bubbles))
+    waited = "; ".join("%s %.3f s" % (arms[k][0], statistics.median(v)) for k, v in waits.items() if v)
+    print("backward alone at site 1: %.3f s; stormgate waited after the last bucket: %s; result chunks never "
+          "delivered: %d" % (statistics.median(backward), waited or "-", bubbles))
+    print("site 1's step by phase (medians, s):")
+    for arm, (label, _, _) in arms.items():
+        keys = list(phases[arm][0]) if phases[arm] else []
+        print("  %-15s %s" % (label, "  ".join("%s %.3f" % (k, statistics.median(p[k] for p in phases[arm]))
+                                              for k in keys)))
     for k, v in fig.items():
         t = TARGETS[k]
         print("%s = %.3f (target above %g: %s)" % (k, v, t, "reached" if v > t else "NOT reached"))
     r = lambda v: round(v, 4)  # noqa: E731
     out = {"bench": "ddp-step"}
     out.update({k: r(v) for k, v in fig.items()})
-    out.update({"step_s_stormgate_f32": r(med["sg-f32"]), "step_s_gloo_f32": r(med["gloo-f32"]),
-                "step_s_stormgate_int8": r(med["sg-int8"]), "step_s_gloo_fp16": r(med["gloo-fp16"]),
-                "backward_s": r(statistics.median(backward)),
-                "targets_reached": {k: fig[k] > t for k, t in TARGETS.items()},
+    out.update({"step_s_" + STEP_KEY[arm]: r(v) for arm, v in med.items()})
+    out.update({"backward_s": r(statistics.median(backward)),
+                "targets_reached": {k: fig[k] > t for k, t in TARGETS.items() if k in fig},
                 "params": model_params(), "sites": SITES, "workers_per_site": 1, "batch_site1": a.batch,
                 "batch_other_sites": 1, "wan_rtt_ms": [87.0, 80.5, 137.0], "wan_mbit": [200, 200, 100],
                 "steps_per_run": a.steps, "warmup": a.warmup, "repeats": a.repeats, "quick": a.quick,
+                "phases_s": {arm: {k: r(statistics.median(p[k] for p in phases[arm])) for k in phases[arm][0]}
+                             for arm in arms if phases[arm]},
                 "result_bubbles": bubbles, "wall_s": round(time.monotonic() - t_start, 1)})
     print(json.dumps(out))
 
@@ -226,7 +245,12 @@ def main():
     ap.add_argument("--batch", type=int, default=256, help="site 1's batch (the other sites: 1)")
     ap.add_argument("--repeats", type=int, default=3, help="times the four arms run, alternated")
     ap.add_argument("--quick", action="store_true", help="3 steps after 1 warm-up, one repeat (CI)")
+    ap.add_argument("--arms", default=",".join(ARMS), help="the arms to run, comma-separated (default: all four)")
     a = ap.parse_args()
+    a.arms = [x for x in a.arms.split(",") if x]
+    bad = [x for x in a.arms if x not in ARMS]
+    if bad or not a.arms:
+        ap.error("--arms: unknown arm %s (choose from %s)" % (", ".join(bad) or "(none)", ", ".join(ARMS)))
     if a.quick:
         a.steps, a.warmup, a.repeats = 3, 1, 1
     worker(a) if a.worker else driver(a)

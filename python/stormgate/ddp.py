@@ -52,6 +52,7 @@ class HookState:
         self.buckets_seen = 0
         self.rounds_overlapped = 0
         self.last_wait_seconds = 0.0  # how long the last pass waited for the round after its last bucket
+        self.first_bucket_at = 0.0    # time.perf_counter() when DDP handed over the pass's first bucket
         self.last_bucket_at = 0.0     # time.perf_counter() when DDP handed over the last bucket
 
     def _buffer(self, n, device, dtype):
@@ -81,6 +82,7 @@ def stormgate_hook(state, bucket):
     fut = torch.futures.Future()
     state.buckets_seen += 1
     if not state.pending:  # the pass's first bucket
+        state.first_bucket_at = time.perf_counter()
         state.filled = 0
         state.wire = _pass_dtype(state, buf)
         state.streaming = state.overlap and state.floats is not None
