@@ -83,8 +83,11 @@ void PolicyAgent::approve_rounds(uint32_t completed, uint32_t wanted) {
       snap->version = static_cast<uint32_t>(a->version + 1);  // the dataplane counts from 1
       snap->from_round = r;
       snap->plan = *a->plan;
-      SG_LOG(INFO, control, "job %u: policy version %u agreed, in force from round %u (%zu shards, %zu compressed links)\n",
-             job_, snap->version, r, a->plan->shards.size(), a->plan->codecs.size());
+      // The plan itself, so that two runs' logs show whether they trained on the same trees.
+      const auto& nodes = plane_.config().nodes;
+      const std::string plan = topo::describe(*a->plan, std::vector<uint32_t>(nodes.begin(), nodes.end()));
+      SG_LOG(INFO, control, "job %u: policy version %u agreed, in force from round %u (%zu shards, %zu compressed links): %s\n",
+             job_, snap->version, r, a->plan->shards.size(), a->plan->codecs.size(), plan.c_str());
       slot_.publish(std::move(snap));
     }
     approved_.store(r, std::memory_order_release);

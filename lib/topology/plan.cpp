@@ -22,6 +22,31 @@ std::string_view plan_error_name(PlanError e) {
   return "unknown";
 }
 
+std::string describe(const Plan& plan, const std::vector<uint32_t>& site_ids, size_t max_shards) {
+  // A site index without an id (a malformed argument, never a validated plan) prints as "?i".
+  auto id = [&](SiteId s) {
+    return s < site_ids.size() ? std::to_string(site_ids[s]) : "?" + std::to_string(s);
+  };
+  std::string out;
+  const size_t shown = std::min(plan.shards.size(), max_shards);
+  for (size_t k = 0; k < shown; ++k) {
+    const ShardTree& t = plan.shards[k];
+    if (k) out += "; ";
+    out += "root " + id(t.root) + " bytes " + std::to_string(t.bytes()) + " parents ";
+    for (size_t i = 0; i < t.parent.size(); ++i) {
+      if (i) out += ',';
+      out += t.parent[i] == kNoSite ? std::string("-") : id(t.parent[i]);
+    }
+  }
+  if (plan.shards.size() > shown) out += " (+" + std::to_string(plan.shards.size() - shown) + " more)";
+  for (const LinkSplit& s : plan.splits) {
+    out += "; split " + id(s.from) + ">" + id(s.to) + " direct:" + std::to_string(s.direct_weight);
+    for (const Relay& r : s.relays) out += " via " + id(r.via) + ":" + std::to_string(r.weight);
+  }
+  for (const LinkCodec& c : plan.codecs) out += "; " + id(c.from) + ">" + id(c.to) + ":" + std::string(codec_name(c.codec));
+  return out;
+}
+
 std::vector<int> tree_depths(const std::vector<SiteId>& parent, int root) {
   const int n = static_cast<int>(parent.size());
   if (root < 0 || root >= n || parent[root] != kNoSite) return {};

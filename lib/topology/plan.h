@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -109,6 +110,12 @@ std::vector<std::pair<int, int>> tree_links(const Plan& plan);
 bool same_trees(const Plan& a, const Plan& b);
 // Sets `codec` on every tree link (kF32 clears the list): compression.mode "always".
 void set_tree_codecs(Plan& plan, CodecId codec);
+
+// One line for an operator's log: each shard as "root R bytes B parents a,b,c" (site ids from
+// `site_ids`, by index; "-" for the root), then the multipath splits ("F>T via V:w") and the
+// codecs ("F>T:name"). At most `max_shards` shards are written, then "(+N more)", so that a
+// 256-shard plan stays one readable line.
+std::string describe(const Plan& plan, const std::vector<uint32_t>& site_ids, size_t max_shards = 8);
 
 // Parent arrays: depth of every site from the root, or empty if not a tree rooted at root.
 std::vector<int> tree_depths(const std::vector<SiteId>& parent, int root);
