@@ -84,8 +84,7 @@ void PolicyAgent::approve_rounds(uint32_t completed, uint32_t wanted) {
       snap->from_round = r;
       snap->plan = *a->plan;
       // The plan itself, so that two runs' logs show whether they trained on the same trees.
-      const auto& nodes = plane_.config().nodes;
-      const std::string plan = topo::describe(*a->plan, std::vector<uint32_t>(nodes.begin(), nodes.end()));
+      const std::string plan = topo::describe(*a->plan, plane_.config().nodes);
       SG_LOG(INFO, control, "job %u: policy version %u agreed, in force from round %u (%zu shards, %zu compressed links): %s\n",
              job_, snap->version, r, a->plan->shards.size(), a->plan->codecs.size(), plan.c_str());
       slot_.publish(std::move(snap));

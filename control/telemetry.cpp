@@ -171,13 +171,8 @@ int policy_cb(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "model_bytes", p.model_bytes);
   rte_tel_data_add_dict_u64(d, "shards", p.shards.size());
   for (size_t s = 0; s < p.shards.size() && s < 32; ++s) {
-    const auto& t = p.shards[s];
-    // "root=SITE bytes=B parents=a,b,c" with site ids (parent of each site in site-id order, - for the root)
-    std::string v = "root=" + std::to_string(sites[t.root]) + " bytes=" + std::to_string(t.bytes()) + " parents=";
-    for (size_t i = 0; i < t.parent.size(); ++i) {
-      if (i) v += ',';
-      v += t.parent[i] == topo::kNoSite ? std::string("-") : std::to_string(sites[t.parent[i]]);
-    }
+    // "root=SITE bytes=B parents=a,b,c": the parent of each site in site-id order, - for the root
+    const std::string v = topo::describe_shard(p.shards[s], sites);
     rte_tel_data_add_dict_string(d, ("shard" + std::to_string(s)).c_str(), v.c_str());
   }
   rte_tel_data_add_dict_u64(d, "multipath_splits", p.splits.size());

@@ -187,8 +187,8 @@ def driver(a):
     phases = {k: [] for k in arms}
     backward = []
     bubbles = 0
-    print("ddp-step: %d sites, %d repeat(s) of the 4 arms, %d steps after %d warm-up each" %
-          (SITES, a.repeats, a.steps, a.warmup), flush=True)
+    print("ddp-step: %d sites, %d repeat(s) of %d arm(s), %d steps after %d warm-up each" %
+          (SITES, a.repeats, len(arms), a.steps, a.warmup), flush=True)
     try:
         for rep in range(a.repeats):
             for arm in arms:  # alternated, so a drift of the shared machine hits every arm alike

@@ -22,22 +22,28 @@ std::string_view plan_error_name(PlanError e) {
   return "unknown";
 }
 
-std::string describe(const Plan& plan, const std::vector<uint32_t>& site_ids, size_t max_shards) {
-  // A site index without an id (a malformed argument, never a validated plan) prints as "?i".
-  auto id = [&](SiteId s) {
-    return s < site_ids.size() ? std::to_string(site_ids[s]) : "?" + std::to_string(s);
-  };
+namespace {
+std::string site_name(SiteId s, const std::vector<SiteId>& site_ids) {
+  if (s < site_ids.size()) return std::to_string(site_ids[s]);
+  std::string unknown = "?";  // appended, not "?" + ...: GCC 12 warns falsely (-Wrestrict) on that
+  return unknown += std::to_string(s);
+}
+}  // namespace
+
+std::string describe_shard(const ShardTree& t, const std::vector<SiteId>& site_ids) {
+  std::string out = "root=" + site_name(t.root, site_ids) + " bytes=" + std::to_string(t.bytes()) + " parents=";
+  for (size_t i = 0; i < t.parent.size(); ++i) {
+    if (i) out += ',';
+    out += t.parent[i] == kNoSite ? std::string("-") : site_name(t.parent[i], site_ids);
+  }
+  return out;
+}
+
+std::string describe(const Plan& plan, const std::vector<SiteId>& site_ids, size_t max_shards) {
+  auto id = [&](SiteId s) { return site_name(s, site_ids); };
   std::string out;
   const size_t shown = std::min(plan.shards.size(), max_shards);
-  for (size_t k = 0; k < shown; ++k) {
-    const ShardTree& t = plan.shards[k];
-    if (k) out += "; ";
-    out += "root " + id(t.root) + " bytes " + std::to_string(t.bytes()) + " parents ";
-    for (size_t i = 0; i < t.parent.size(); ++i) {
-      if (i) out += ',';
-      out += t.parent[i] == kNoSite ? std::string("-") : id(t.parent[i]);
-    }
-  }
+  for (size_t k = 0; k < shown; ++k) out += (k ? "; " : "") + describe_shard(plan.shards[k], site_ids);
   if (plan.shards.size() > shown) out += " (+" + std::to_string(plan.shards.size() - shown) + " more)";
   for (const LinkSplit& s : plan.splits) {
     out += "; split " + id(s.from) + ">" + id(s.to) + " direct:" + std::to_string(s.direct_weight);

@@ -111,11 +111,14 @@ bool same_trees(const Plan& a, const Plan& b);
 // Sets `codec` on every tree link (kF32 clears the list): compression.mode "always".
 void set_tree_codecs(Plan& plan, CodecId codec);
 
-// One line for an operator's log: each shard as "root R bytes B parents a,b,c" (site ids from
-// `site_ids`, by index; "-" for the root), then the multipath splits ("F>T via V:w") and the
-// codecs ("F>T:name"). At most `max_shards` shards are written, then "(+N more)", so that a
-// 256-shard plan stays one readable line.
-std::string describe(const Plan& plan, const std::vector<uint32_t>& site_ids, size_t max_shards = 8);
+// One shard for operators, as the log and the telemetry endpoint show it:
+// "root=R bytes=B parents=a,b,c" (site ids from `site_ids`, by index; "-" for the root; an
+// index without an id prints as "?i" rather than being read out of bounds).
+std::string describe_shard(const ShardTree& t, const std::vector<SiteId>& site_ids);
+// A whole plan on one line: its shards ("; "-separated, at most `max_shards`, then
+// "(+N more)", so that a 256-shard plan stays readable), its multipath splits
+// ("split F>T direct:w via V:w") and its codecs ("F>T:name").
+std::string describe(const Plan& plan, const std::vector<SiteId>& site_ids, size_t max_shards = 8);
 
 // Parent arrays: depth of every site from the root, or empty if not a tree rooted at root.
 std::vector<int> tree_depths(const std::vector<SiteId>& parent, int root);

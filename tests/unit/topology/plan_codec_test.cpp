@@ -38,16 +38,17 @@ bool same(const Plan& a, const Plan& b) {
 TEST(Plan, DescribeNamesSitesByIdAndCapsTheShards) {
   const Plan p = sample_plan();
   const std::string d = describe(p, {11, 12, 13, 14});
-  EXPECT_EQ(d.substr(0, d.find(';')), "root 11 bytes " + std::to_string(p.shards[0].bytes()) + " parents -,11,11,12");
-  EXPECT_NE(d.find("root 13 bytes " + std::to_string(p.shards[1].bytes()) + " parents 13,13,-,13"), std::string::npos);
+  EXPECT_EQ(d.substr(0, d.find(';')), "root=11 bytes=" + std::to_string(p.shards[0].bytes()) + " parents=-,11,11,12");
+  EXPECT_NE(d.find("root=13 bytes=" + std::to_string(p.shards[1].bytes()) + " parents=13,13,-,13"), std::string::npos);
   EXPECT_NE(d.find("split 11>12 direct:40000 via 13:20000 via 14:5535"), std::string::npos);
   EXPECT_NE(d.find("12>11:int8"), std::string::npos);
   EXPECT_NE(d.find("13>14:" + std::string(codec_name(CodecId::kTopK))), std::string::npos);
   const std::string one = describe(p, {11, 12, 13, 14}, 1);
-  EXPECT_EQ(one.find("root 13"), std::string::npos);
+  EXPECT_EQ(one.find("root=13"), std::string::npos);
   EXPECT_NE(one.find("(+1 more)"), std::string::npos);
   // Too few ids (never for a validated plan and its config): marked, not read out of bounds.
   EXPECT_NE(describe(p, {11}).find("?1"), std::string::npos);
+  EXPECT_EQ(describe_shard(p.shards[0], {11}), "root=11 bytes=" + std::to_string(p.shards[0].bytes()) + " parents=-,11,11,?1");
 }
 
 // A codec-only switch keeps the sites' transfer state (SiteSync::set_plan): only trees count.
