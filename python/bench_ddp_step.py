@@ -4,8 +4,13 @@ scripts/testbed (one worker each) over one tools/wanem WAN, four arms on the sam
   stormgate f32   each worker a process group of its own (stormgate.ddp.make_local_group), the
                   stormgate hook streaming each bucket into the round during backward
                   (register(overlap=True)); gateways with `compression: {mode: off}`.
-  gloo f32        plain DDP over a gloo process group spanning the sites (--gateway router: the
-                  gateway namespaces route in the kernel over the same emulated WAN).
+  gloo f32        plain DDP over a gloo process group spanning the sites, beside the same
+                  stormgate gateways up and idle (--gloo-gateways idle, the default). Those run on
+                  --pmd af_xdp whatever --pmd says: an af_packet gateway takes its whole port and
+                  passes nothing else, while the XDP program steers only LTP to DPDK and leaves
+                  gloo's TCP to the kernel's routing. --gloo-gateways none runs gloo on the
+                  testbed's kernel routers with no gateway up (--gateway router), to show what the
+                  idle gateways cost it.
   stormgate int8  as stormgate f32, gateways with `compression: {mode: always, codec: int8}`.
   gloo fp16       gloo DDP plus the one line a PyTorch user adds:
                   ddp.register_comm_hook(None, default_hooks.fp16_compress_hook).
@@ -53,6 +58,8 @@ ARMS = {
 }
 TARGETS = {"step_speedup_vs_gloo_f32": 1.3, "step_speedup_vs_gloo_fp16": 1.5}
 FIGURES = {"step_speedup_vs_gloo_f32": ("gloo-f32", "sg-f32"), "step_speedup_vs_gloo_fp16": ("gloo-fp16", "sg-int8")}
+GLOO_SIDE = {"idle": "beside the stormgate gateways, up and idle (af_xdp ports)",
+             "none": "on kernel routers, no gateway up"}
 STEP_KEY = {"sg-f32": "stormgate_f32", "gloo-f32": "gloo_f32", "sg-int8": "stormgate_int8", "gloo-fp16": "gloo_fp16"}
 
 # One-way delays are half the RTT (tools/wanem's delay_ms is per direction).
@@ -139,6 +146,15 @@ def worker(a):
         json.dump(out, f)
 
 
+def testbed_gateways(a, backend):
+    """scripts/testbed's gateway options for an arm on `backend`."""
+    if backend == "stormgate":
+        return ["--gateway", "stormgate", "--pmd", a.pmd]
+    if a.gloo_gateways == "idle":  # only af_xdp gateways pass the kernel's traffic
+        return ["--gateway", "stormgate", "--pmd", "af_xdp"]
+    return ["--gateway", "router"]
+
+
 def run(a, arm, rep, tmp):
     """One testbed run of `arm`; returns every site's result."""
     label, backend, extra = ARMS[arm]
@@ -146,7 +162,7 @@ def run(a, arm, rep, tmp):
     duration = 90 + 20 * (a.warmup + a.steps)
     cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", str(SITES), "--workers", "1",
            "--wan", os.path.join(tmp, "wan.yaml"), "--model-bytes", str(4 * model_params()), "--quiet",
-           "--duration", str(duration), "--gateway", "stormgate" if backend == "stormgate" else "router",
+           "--duration", str(duration)] + testbed_gateways(a, backend) + [
            "--worker-cmd", "/usr/bin/python3 %s --worker --arm %s --rep %d --out %s --steps %d --warmup %d "
            "--batch %d" % (os.path.abspath(__file__), arm, rep, tmp, a.steps, a.warmup, a.batch)]
     if extra is not None:
@@ -187,8 +203,9 @@ def driver(a):
     phases = {k: [] for k in arms}
     backward = []
     bubbles = 0
-    print("ddp-step: %d sites, %d repeat(s) of %d arm(s), %d steps after %d warm-up each" %
-          (SITES, a.repeats, len(arms), a.steps, a.warmup), flush=True)
+    print("ddp-step: %d sites, %d repeat(s) of %d arm(s), %d steps after %d warm-up each; stormgate's gateway "
+          "ports %s; gloo %s" % (SITES, a.repeats, len(arms), a.steps, a.warmup, a.pmd, GLOO_SIDE[a.gloo_gateways]),
+          flush=True)
     try:
         for rep in range(a.repeats):
             for arm in arms:  # alternated, so a drift of the shared machine hits every arm alike
@@ -227,7 +244,8 @@ def driver(a):
                 "targets_reached": {k: fig[k] > t for k, t in TARGETS.items() if k in fig},
                 "params": model_params(), "sites": SITES, "workers_per_site": 1, "batch_site1": a.batch,
                 "batch_other_sites": 1, "wan_rtt_ms": [87.0, 80.5, 137.0], "wan_mbit": [200, 200, 100],
-                "steps_per_run": a.steps, "warmup": a.warmup, "repeats": a.repeats, "quick": a.quick,
+                "steps_per_run": a.steps, "warmup": a.warmup, "pmd": a.pmd,
+                "gloo_gateways": a.gloo_gateways, "repeats": a.repeats, "quick": a.quick,
                 "phases_s": {arm: {k: r(statistics.median(p[k] for p in phases[arm])) for k in phases[arm][0]}
                              for arm in arms if phases[arm]},
                 "result_bubbles": bubbles, "wall_s": round(time.monotonic() - t_start, 1)})
@@ -245,6 +263,11 @@ def main():
     ap.add_argument("--batch", type=int, default=256, help="site 1's batch (the other sites: 1)")
     ap.add_argument("--repeats", type=int, default=3, help="times the four arms run, alternated")
     ap.add_argument("--quick", action="store_true", help="3 steps after 1 warm-up, one repeat (CI)")
+    ap.add_argument("--pmd", choices=["af_packet", "af_xdp"], default="af_packet",
+                    help="the stormgate arms' gateway ports (scripts/testbed --pmd)")
+    ap.add_argument("--gloo-gateways", choices=list(GLOO_SIDE), default="idle",
+                    help="idle: gloo beside the stormgate gateways, up and idle (on af_xdp ports); none: gloo on "
+                         "kernel routers with no gateway up")
     ap.add_argument("--arms", default=",".join(ARMS), help="the arms to run, comma-separated (default: all four)")
     a = ap.parse_args()
     a.arms = [x for x in a.arms.split(",") if x]
