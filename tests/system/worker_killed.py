@@ -1,6 +1,7 @@
 """One worker of the worker-killed system test (run by scripts/testbed --worker-cmd). Worker
 rank r pushes the value r + 1 everywhere, so every round's exact result is known. The victim
-(--victim RANK) is killed with SIGKILL while its round --kill-at runs; every other worker
+(--victim RANK) is killed with SIGKILL while its round --kill-at runs (or right after it, if the
+killer starts late), never later; every other worker
 runs --rounds rounds and checks each result: the mean of all workers' site means before the
 kill, and after it the same without the victim (its site's mean is over the workers left).
 In the round the victim died in, each value is a mean with or without the victim (per chunk:
