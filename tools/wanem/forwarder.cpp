@@ -29,15 +29,6 @@ constexpr Nanos kIdleWait = 100 * kMilli;
 // delays); 20 us early is nothing against the millisecond delays and 1 ms ping tolerance it
 // emulates, and a pair's rate stays exact because each frame's time comes from its own clock.
 constexpr Nanos kReleaseAhead = 20 * 1000;
-// Early wakes: the margin starts here and follows twice the mean lateness of a wake (plus a
-// floor), capped so that a host with very late wakes cannot make the emulator spin for long.
-constexpr Nanos kMarginStart = 300 * 1000;
-constexpr Nanos kMarginFloor = 50 * 1000;
-constexpr Nanos kMarginCap = 1500 * 1000;
-// Only waits this many margins long end early: the polled rest is then at most a quarter of
-// the time, and a dense stream (short waits) never polls at all.
-constexpr Nanos kLongWaitMargins = 4;
-constexpr Nanos kMinLongWait = 2 * kMilli;
 
 uint64_t mac_key(const uint8_t* m) {
   uint64_t k = 0;
@@ -110,8 +101,6 @@ bool Forwarder::open(std::string& error) {
   tx_.resize(ports_.size());
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // wake within ~1 us of a due frame
   start_ = clock_now();
-  wake_margin_ = kMarginStart;
-  late_mean_ = (kMarginStart - kMarginFloor) / 2;
   return true;
 }
 
@@ -231,30 +220,15 @@ void Forwarder::run(const std::atomic<bool>& stop, Nanos duration, const std::st
       applied_ = &specs;
     }
     release_due(now);
-    Nanos wait = kIdleWait;
-    bool early = false;
-    if (!held_.empty()) {
-      wait = std::max<Nanos>(0, held_.top().at - kReleaseAhead - now);
-      if (now < poll_until_) {
-        wait = 0;  // the rest of an early-ended wait: poll, do not sleep
-      } else if (wait >= std::max(kMinLongWait, kLongWaitMargins * wake_margin_)) {
-        poll_until_ = now + wait;
-        wait -= wake_margin_;
-        early = true;
-      }
-    }
+    EarlyWake::Plan plan{kIdleWait, false};
+    if (!held_.empty()) plan = wake_.plan(now, held_.top().at - kReleaseAhead);
+    const Nanos wait = plan.wait;
     const timespec ts{static_cast<time_t>(wait / kSecond), static_cast<long>(wait % kSecond)};
     const int r = ppoll(pfd.data(), pfd.size(), &ts, nullptr);
     if (r < 0 && errno != EINTR) break;
-    if (early) {
-      if (r == 0) {  // woke by the timer: learn how late
-        ++early_wakes_;
-        const Nanos late = std::max<Nanos>(0, clock_now() - (now + wait));
-        late_mean_ += (late - late_mean_) / 8;
-        wake_margin_ = std::clamp(2 * late_mean_ + kMarginFloor, kMarginFloor, kMarginCap);
-      } else {
-        poll_until_ = 0;  // woke by a frame: the next wait is computed afresh
-      }
+    if (plan.early) {
+      if (r == 0) wake_.woke(clock_now() - (now + wait));
+      else wake_.interrupted();
     }
     for (size_t i = 0; i < pfd.size(); ++i)
       if (pfd[i].revents & POLLIN) {
@@ -284,8 +258,8 @@ std::string Forwarder::stats_json() const {
                   ", \"tx_errors\": " + std::to_string(tx_errors_) +
                   ", \"rx_socket_drops\": " + std::to_string(rx_socket_drops_) + ", \"peak_held\": " + std::to_string(peak_held_) +
                   ", \"late_max_us\": " + std::to_string(late_max_ / 1000) +
-                  ", \"early_wakes\": " + std::to_string(early_wakes_) +
-                  ", \"wake_margin_us\": " + std::to_string(wake_margin_ / 1000) +
+                  ", \"early_wakes\": " + std::to_string(wake_.early_wakes()) +
+                  ", \"wake_margin_us\": " + std::to_string(wake_.margin() / 1000) +
                   ", \"pairs\": [";
   bool first = true;
   for (int i = 0; i < n; ++i)

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "early_wake.h"
 #include "impairment.h"
 #include "profile.h"
 
@@ -77,14 +78,7 @@ class Forwarder {
   uint64_t rx_frames_ = 0, tx_frames_ = 0, tx_errors_ = 0, peak_held_ = 0;
   uint64_t rx_socket_drops_ = 0;  // PACKET_STATISTICS tp_drops over all ports
   Nanos late_max_ = 0;  // the most a frame left after its delivery time (the emulator's error)
-  // The host wakes a sleeper late (measured here: 0.1-0.7 ms on average for a 5-25 ms sleep on
-  // a shared VM, several ms at worst), which would add to every emulated delay. A long wait
-  // ends early by wake_margin_, learnt from the lateness of the emulator's own wakes, and the
-  // rest until the frame's time is polled without sleeping (poll_until_).
-  Nanos wake_margin_ = 0;
-  Nanos late_mean_ = 0;
-  Nanos poll_until_ = 0;
-  uint64_t early_wakes_ = 0;
+  EarlyWake wake_;  // how long to sleep before a held frame is due
 };
 
 }  // namespace sg::wanem

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "early_wake.h"
 #include "impairment.h"
 #include "profile.h"
 
@@ -174,6 +175,66 @@ TEST(Profile, ProblemsAreNamedWithTheirPlace) {
   EXPECT_NE(one("sites: 2\nsites: 3\n").find("sites"), std::string::npos) << "duplicate key";
   EXPECT_NE(one("sites: [").find("YAML"), std::string::npos);
   EXPECT_NE(one("sites: 2\nschedule: {repeat_s: 5, phases: [{at_s: 6, pairs: []}]}\n").find("repeat_s"), std::string::npos);
+}
+
+TEST(EarlyWake, ShortWaitsSleepWholeAndNeverPoll) {
+  EarlyWake w;
+  for (Nanos wait : {Nanos{0}, 50 * kMicro, 1 * kMilli, EarlyWake::kMinLongWait - 1}) {
+    const EarlyWake::Plan p = w.plan(10 * kMilli, 10 * kMilli + wait);
+    EXPECT_EQ(p.wait, wait);
+    EXPECT_FALSE(p.early);
+  }
+}
+
+TEST(EarlyWake, LongWaitEndsEarlyThenPollsUntilDue) {
+  EarlyWake w;
+  const Nanos due = 25 * kMilli;
+  const EarlyWake::Plan p = w.plan(0, due);
+  ASSERT_TRUE(p.early);
+  EXPECT_EQ(p.wait, due - EarlyWake::kMarginStart);
+  const Nanos woke = p.wait + 40 * kMicro;  // the timer fired 40 us late
+  w.woke(40 * kMicro);
+  EXPECT_EQ(w.early_wakes(), 1u);
+  EXPECT_EQ(w.plan(woke, due).wait, 0);              // the rest is polled...
+  EXPECT_EQ(w.plan(due - 1, due).wait, 0);
+  const EarlyWake::Plan after = w.plan(due, due + 1 * kMilli);  // ...until the frame is due
+  EXPECT_EQ(after.wait, 1 * kMilli);
+  EXPECT_FALSE(after.early);
+}
+
+TEST(EarlyWake, AnArrivalEndsThePolling) {
+  EarlyWake w;
+  ASSERT_TRUE(w.plan(0, 25 * kMilli).early);
+  w.interrupted();  // a frame arrived 3 ms in: the next wait is planned afresh, not polled
+  const EarlyWake::Plan p = w.plan(3 * kMilli, 25 * kMilli);
+  EXPECT_TRUE(p.early);
+  EXPECT_EQ(p.wait, 22 * kMilli - w.margin());
+}
+
+TEST(EarlyWake, MarginFollowsTheHostsLatenessWithinBounds) {
+  EarlyWake w;
+  for (int i = 0; i < 100; ++i) w.woke(400 * kMicro);
+  EXPECT_NEAR(static_cast<double>(w.margin()), 2 * 400e3 + EarlyWake::kMarginFloor, 5e3);
+  for (int i = 0; i < 100; ++i) w.woke(20 * kMilli);  // a host that wakes very late
+  EXPECT_EQ(w.margin(), EarlyWake::kMarginCap);
+  for (int i = 0; i < 200; ++i) w.woke(0);  // and one that is punctual
+  EXPECT_NEAR(static_cast<double>(w.margin()), EarlyWake::kMarginFloor, 1e3);
+}
+
+TEST(EarlyWake, PolledRestIsAtMostAQuarterOfTheWait) {
+  // Whatever the margin, a wait that ends early polls at most a quarter of itself, so an
+  // emulator with frames due now and then never spends most of its time polling.
+  EarlyWake w;
+  for (Nanos late : {Nanos{0}, 100 * kMicro, 700 * kMicro, 5 * kMilli}) {
+    for (int i = 0; i < 50; ++i) w.woke(late);
+    for (Nanos wait = 0; wait <= 20 * kMilli; wait += 97 * kMicro) {
+      EarlyWake probe = w;
+      const EarlyWake::Plan p = probe.plan(0, wait);
+      const Nanos polled = wait - p.wait;
+      EXPECT_LE(4 * polled, wait) << "late " << late << " wait " << wait;
+      EXPECT_GE(p.wait, 0);
+    }
+  }
 }
 
 }  // namespace
