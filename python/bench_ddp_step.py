@@ -119,9 +119,11 @@ def worker(a):
     steps, waits, phases = [], [], []
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()
+        c0 = time.process_time()
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(ddp(x), y)
         t1 = time.perf_counter()
+        c1 = time.process_time()
         loss.backward()
         t2 = time.perf_counter()
         opt.step()
@@ -130,7 +132,9 @@ def worker(a):
             steps.append(t3 - t0)
             # Where a step goes: forward, backward with its synchronisation, optimizer; and for
             # stormgate, backward up to the first and the last bucket, and the wait after it.
-            ph = {"forward": t1 - t0, "backward_sync": t2 - t1, "optimizer": t3 - t2}
+            # forward_cpu: the worker's own CPU time in forward (all its threads); well below
+            # twice the wall time on two cores means its threads waited for a core.
+            ph = {"forward": t1 - t0, "forward_cpu": c1 - c0, "backward_sync": t2 - t1, "optimizer": t3 - t2}
             if state is not None:
                 waits.append(state.last_wait_seconds)
                 ph.update({"to_first_bucket": state.first_bucket_at - t1,
@@ -216,7 +220,7 @@ def driver(a):
                 backward += res[0]["backward_compute"]
                 bubbles += sum(r.get("client", {}).get("result_bubbles", 0) for r in res)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        os.environ.get("SG_DDP_KEEP") or shutil.rmtree(tmp, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in steps.items()}
     fig = {k: med[base] / med[ours] for k, (base, ours) in FIGURES.items() if base in med and ours in med}
     print()

@@ -196,8 +196,13 @@ void DeliveryRateController::resume_check(const AckEvent& ev) {
     ++resumes_confirmed_;
     bw_rounds_[bw_slot_] = std::max({bw_rounds_[bw_slot_], resume_bw_, rate});
     if (resume_full_) {
+      // The kept rate is the path's; probe above it at once (the 1.25 phase, then the 0.75
+      // that drains it). A round's transfer lasts a few round trips, too short for the cycle
+      // to come round to its probe: cruising from a neutral phase, a path that shrank once
+      // (a shared moment, a starved sender) was never found again, and the kept rate only
+      // ever went down (ddp-step: rounds from 0.6 s to 1.4 s on unchanged links).
       mode_ = Mode::kProbeBw;
-      cycle_ = 2;  // the kept rate is the path's: cruise at it
+      cycle_ = 0;
       cycle_start_ = ev.now;
     } else {
       mode_ = Mode::kStartup;  // a lower bound: keep growing from it

@@ -532,5 +532,33 @@ TEST(DeliveryRatePath, PathThatShrankBetweenTransfersIsDetectedAndTheRateDrops) 
   EXPECT_EQ(c.resumes_confirmed(), 1u);
 }
 
+// A gateway's sender runs one transfer per round, of a few round trips on a long link: too
+// short for probe_bw's eight-phase cycle ever to reach its 1.25 phase. A path that shrank for
+// a while (another flow on it, or a sender starved of CPU) must be found again once it is
+// back, or the kept rate only ever goes down (the testbed's ddp-step: rounds from 0.6 s to
+// 1.4 s over 20 steps on unchanged links).
+TEST(DeliveryRatePath, ShortJudgedTransfersFindAPathThatRecovered) {
+  DeliveryRateController c;
+  testing::BottleneckPath path(c, kRate, kOneWay, 50 * kMilli, kChunks);
+  ASSERT_TRUE(path.transfer(kChunks).ok);
+  path.idle(200 * kMilli);
+  path.set_rate(kRate / 2);
+  ASSERT_TRUE(path.transfer(kChunks).ok);
+  ASSERT_NEAR(c.path_bw(), kRate / 2, 0.1 * kRate / 2) << "the shrunk path was learnt";
+  path.set_rate(kRate);
+  constexpr uint32_t kRound = 1500;  // 1.5 MB: 2.5 round trips at the full rate
+  double last_s = 0;
+  for (int i = 0; i < 10; ++i) {
+    path.idle(200 * kMilli);
+    const auto t = path.transfer(kRound);
+    ASSERT_TRUE(t.ok);
+    EXPECT_LT(t.drops, kRound / 50) << "transfer " << i << ": probing stays within the queue";
+    last_s = 1e-9 * static_cast<double>(t.end - t.start);
+  }
+  EXPECT_GE(c.path_bw(), 0.9 * kRate) << "the kept rate found the recovered path";
+  EXPECT_LE(c.path_bw(), 1.3 * kRate);
+  EXPECT_LE(last_s, 1.25 * (kRound * (1024.0 + sizeof(wire::DataHeader)) / kRate + 1e-9 * kRtt));
+}
+
 }  // namespace
 }  // namespace sg::ltp
