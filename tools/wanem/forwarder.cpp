@@ -29,6 +29,10 @@ constexpr Nanos kIdleWait = 100 * kMilli;
 // delays); 20 us early is nothing against the millisecond delays and 1 ms ping tolerance it
 // emulates, and a pair's rate stays exact because each frame's time comes from its own clock.
 constexpr Nanos kReleaseAhead = 20 * 1000;
+// A receive time further back than this is not believed (a clock step): the frame counts
+// from when it was read.
+constexpr Nanos kStampTrust = 100 * kMilli;
+constexpr size_t kCtrlSpace = CMSG_SPACE(sizeof(timespec));
 
 uint64_t mac_key(const uint8_t* m) {
   uint64_t k = 0;
@@ -46,7 +50,7 @@ struct Forwarder::TxBatch {
 };
 
 Forwarder::Forwarder(const Profile& profile, std::vector<PortSpec> ports, uint64_t seed)
-    : profile_(profile), ports_(std::move(ports)) {
+    : profile_(profile), ports_(std::move(ports)), coalesce_(profile.min_delay()) {
   const int n = profile_.sites;
   for (int i = 0; i < n * n; ++i) pairs_.emplace_back(seed * 1000003u + static_cast<uint64_t>(i));
 }
@@ -91,6 +95,9 @@ bool Forwarder::open(std::string& error) {
     // Our own transmissions must not come back as receptions.
     const int one = 1;
     setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
+    // Each frame's receive time from the kernel: its delay counts from there, however late
+    // the loop reads it.
+    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
     // Room for a burst while the emulator is descheduled: the FORCE options pass the host's
     // rmem_max/wmem_max (we run as root; without the capability the capped size is taken).
     const int buf = 8 << 20;
@@ -116,6 +123,7 @@ uint32_t Forwarder::take_buffer() {
 }
 
 void Forwarder::forward(int in_port, const uint8_t* frame, uint32_t len, Nanos now) {
+  // `now`: when the frame arrived.
   if (len < 14) return;
   mac_port_[mac_key(frame + 6)] = in_port;  // learn the sender
   int only = -1;
@@ -141,30 +149,47 @@ void Forwarder::forward(int in_port, const uint8_t* frame, uint32_t len, Nanos n
   peak_held_ = std::max<uint64_t>(peak_held_, held_.size());
 }
 
-void Forwarder::receive(int port, Nanos now) {
+int Forwarder::receive(int port, Nanos now) {
   uint8_t* const buf = rx_buf_.get();
   mmsghdr msgs[kBurst];
   iovec iov[kBurst];
-  for (int i = 0; i < kBurst; ++i) {
-    iov[i] = {buf + i * kMaxFrame, kMaxFrame};
-    msgs[i] = {};
-    msgs[i].msg_hdr.msg_iov = &iov[i];
-    msgs[i].msg_hdr.msg_iovlen = 1;
-  }
+  alignas(cmsghdr) uint8_t ctrl[kBurst][kCtrlSpace];
+  timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  const Nanos rt_minus_mono = static_cast<Nanos>(rt.tv_sec) * kSecond + rt.tv_nsec - now;
+  int taken = 0;
   // A bounded number of bursts, so frames that are due leave between them however much
   // keeps arriving.
   for (int b = 0; b < kBurstsPerVisit; ++b) {
+    for (int i = 0; i < kBurst; ++i) {
+      iov[i] = {buf + i * kMaxFrame, kMaxFrame};
+      msgs[i] = {};
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+      msgs[i].msg_hdr.msg_control = ctrl[i];
+      msgs[i].msg_hdr.msg_controllen = kCtrlSpace;
+    }
     const int got = recvmmsg(fds_[port], msgs, kBurst, MSG_DONTWAIT, nullptr);
-    if (got <= 0) return;
+    if (got <= 0) break;
     for (int i = 0; i < got; ++i) {
       ++rx_frames_;
-      forward(port, buf + i * kMaxFrame, msgs[i].msg_len, now);
+      Nanos at = now;
+      for (cmsghdr* c = CMSG_FIRSTHDR(&msgs[i].msg_hdr); c; c = CMSG_NXTHDR(&msgs[i].msg_hdr, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+          timespec ts;
+          std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+          const Nanos stamp = static_cast<Nanos>(ts.tv_sec) * kSecond + ts.tv_nsec - rt_minus_mono;
+          if (stamp <= now && stamp > now - kStampTrust) at = stamp;
+        }
+      forward(port, buf + i * kMaxFrame, msgs[i].msg_len, at);
     }
-    if (got < kBurst) return;
+    taken += got;
+    if (got < kBurst) break;
   }
+  return taken;
 }
 
-void Forwarder::release_due(Nanos now) {
+void Forwarder::release_due(Nanos now, Nanos ahead) {
   // Each port's due frames go out in one sendmmsg: the queue's time order is kept per port,
   // which is the only order a receiver can see.
   const size_t nports = ports_.size();
@@ -184,7 +209,7 @@ void Forwarder::release_due(Nanos now) {
     for (int i = 0; i < b.n; ++i) free_.push_back(b.bufs[i]);
     b.n = 0;
   };
-  while (!held_.empty() && held_.top().at <= now + kReleaseAhead) {
+  while (!held_.empty() && held_.top().at <= now + ahead) {
     const Held h = held_.top();
     held_.pop();
     late_max_ = std::max(late_max_, now - h.at);
@@ -205,6 +230,7 @@ void Forwarder::run(const std::atomic<bool>& stop, Nanos duration, const std::st
   std::vector<pollfd> pfd(fds_.size());
   for (size_t i = 0; i < fds_.size(); ++i) pfd[i] = {fds_[i], POLLIN, 0};
   Nanos next_stats = start_ + kSecond;
+  Nanos next_tick = start_;  // busy mode's cadence
   while (!stop.load(std::memory_order_relaxed)) {
     Nanos now = clock_now();
     if (duration > 0 && now - start_ >= duration) break;
@@ -213,13 +239,21 @@ void Forwarder::run(const std::atomic<bool>& stop, Nanos duration, const std::st
       write_stats(stats_path);
       next_stats = now + kSecond;
     }
-    // The schedule: pairs take the phase in force.
-    const std::vector<PairSpec>& specs = profile_.at(now - start_);
-    if (&specs != applied_) {
-      for (size_t k = 0; k < pairs_.size(); ++k) pairs_[k].set(specs[k]);
-      applied_ = &specs;
+    apply_schedule(now);
+    if (coalesce_.busy()) {
+      // Busy: one wake per quantum, on a steady cadence, whatever arrives in between.
+      next_tick = std::max(next_tick + coalesce_.quantum(), now);
+      const timespec tick{static_cast<time_t>(next_tick / kSecond), static_cast<long>(next_tick % kSecond)};
+      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &tick, nullptr);
+      ++busy_wakes_;
+      const Nanos woke = clock_now();
+      uint64_t got = 0;
+      for (size_t i = 0; i < fds_.size(); ++i) got += static_cast<uint64_t>(receive(static_cast<int>(i), woke));
+      release_due(clock_now(), coalesce_.ahead());
+      coalesce_.arrived(woke, got);
+      continue;
     }
-    release_due(now);
+    release_due(now, kReleaseAhead);
     EarlyWake::Plan plan{kIdleWait, false};
     if (!held_.empty()) plan = wake_.plan(now, held_.top().at - kReleaseAhead);
     const Nanos wait = plan.wait;
@@ -230,16 +264,27 @@ void Forwarder::run(const std::atomic<bool>& stop, Nanos duration, const std::st
       if (r == 0) wake_.woke(clock_now() - (now + wait));
       else wake_.interrupted();
     }
+    uint64_t got = 0;
     for (size_t i = 0; i < pfd.size(); ++i)
       if (pfd[i].revents & POLLIN) {
-        receive(static_cast<int>(i), clock_now());
-        release_due(clock_now());
+        got += static_cast<uint64_t>(receive(static_cast<int>(i), clock_now()));
+        release_due(clock_now(), kReleaseAhead);
       }
+    coalesce_.arrived(clock_now(), got);
+    next_tick = clock_now();
   }
   if (!stats_path.empty()) {
     count_socket_drops();
     write_stats(stats_path);
   }
+}
+
+void Forwarder::apply_schedule(Nanos now) {
+  // Pairs take the phase in force.
+  const std::vector<PairSpec>& specs = profile_.at(now - start_);
+  if (&specs == applied_) return;
+  for (size_t k = 0; k < pairs_.size(); ++k) pairs_[k].set(specs[k]);
+  applied_ = &specs;
 }
 
 void Forwarder::count_socket_drops() {
@@ -259,6 +304,8 @@ std::string Forwarder::stats_json() const {
                   ", \"rx_socket_drops\": " + std::to_string(rx_socket_drops_) + ", \"peak_held\": " + std::to_string(peak_held_) +
                   ", \"late_max_us\": " + std::to_string(late_max_ / 1000) +
                   ", \"early_wakes\": " + std::to_string(wake_.early_wakes()) +
+                  ", \"busy_wakes\": " + std::to_string(busy_wakes_) +
+                  ", \"coalesce_quantum_us\": " + std::to_string(coalesce_.quantum() / 1000) +
                   ", \"wake_margin_us\": " + std::to_string(wake_.margin() / 1000) +
                   ", \"pairs\": [";
   bool first = true;

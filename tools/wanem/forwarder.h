@@ -5,8 +5,9 @@
 //
 // Idle back-off: the loop sleeps in ppoll until a frame arrives or the next held frame is
 // due (timer slack lowered to 1 us for delay accuracy), so a quiet WAN costs nothing. Each
-// wake sends every frame due within the next 20 us, one sendmmsg per port, so a busy WAN
-// costs a wake per few frames rather than per frame.
+// wake sends every frame due within the next 20 us, one sendmmsg per port. A busy WAN wakes
+// on a fixed quantum instead (coalesce.h). Every frame's delay counts from the kernel's
+// receive time, not from when the loop got to it.
 // Memory: held frames live in buffers recycled through a free list; none is allocated once
 // the peak number in flight was reached.
 #pragma once
@@ -19,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "coalesce.h"
 #include "early_wake.h"
 #include "impairment.h"
 #include "profile.h"
@@ -54,9 +56,12 @@ class Forwarder {
     bool operator>(const Held& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
   struct TxBatch;  // one port's frames due in this wake, sent with one sendmmsg
-  void receive(int port, Nanos now);
-  void forward(int in_port, const uint8_t* frame, uint32_t len, Nanos now);
-  void release_due(Nanos now);
+  // Drains up to a visit's bursts from `port`; returns the frames taken.
+  int receive(int port, Nanos now);
+  void forward(int in_port, const uint8_t* frame, uint32_t len, Nanos at);
+  // Sends every held frame due by `now + ahead`.
+  void release_due(Nanos now, Nanos ahead);
+  void apply_schedule(Nanos now);
   uint32_t take_buffer();
   void count_socket_drops();  // adds the kernel's receive drops since the last call
   Nanos clock_now() const;
@@ -79,6 +84,8 @@ class Forwarder {
   uint64_t rx_socket_drops_ = 0;  // PACKET_STATISTICS tp_drops over all ports
   Nanos late_max_ = 0;  // the most a frame left after its delivery time (the emulator's error)
   EarlyWake wake_;  // how long to sleep before a held frame is due
+  Coalescer coalesce_;
+  uint64_t busy_wakes_ = 0;
 };
 
 }  // namespace sg::wanem

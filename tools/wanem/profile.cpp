@@ -114,6 +114,22 @@ const std::vector<PairSpec>& Profile::at(Nanos since) const {
   return *cur;
 }
 
+Nanos Profile::min_delay() const {
+  Nanos least = -1;
+  auto visit = [&](const std::vector<PairSpec>& specs) {
+    for (int i = 0; i < sites; ++i)
+      for (int j = 0; j < sites; ++j) {
+        if (i == j) continue;  // a site's own pair carries nothing
+        const PairSpec& s = specs[static_cast<size_t>(i) * sites + j];
+        const Nanos d = std::max<Nanos>(0, s.delay - s.jitter);
+        if (least < 0 || d < least) least = d;
+      }
+  };
+  visit(base);
+  for (const Phase& p : phases) visit(p.specs);
+  return std::max<Nanos>(0, least);
+}
+
 ProfileResult parse_profile(const std::string& text, const std::string& name) {
   ProfileResult res;
   config::ErrorList errs(name);

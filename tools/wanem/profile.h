@@ -40,6 +40,8 @@ struct Profile {
 
   // The specs in force `since` the start (base before the first phase).
   const std::vector<PairSpec>& at(Nanos since) const;
+  // The smallest one-way delay less jitter of any pair between two sites in any phase.
+  Nanos min_delay() const;
 };
 
 struct ProfileResult {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "coalesce.h"
 #include "early_wake.h"
 #include "impairment.h"
 #include "profile.h"
@@ -235,6 +236,56 @@ TEST(EarlyWake, PolledRestIsAtMostAQuarterOfTheWait) {
       EXPECT_GE(p.wait, 0);
     }
   }
+}
+
+TEST(Profile, MinDelayIsTheLeastOneWayDelayLessJitterInAnyPhase) {
+  const auto r = parse_profile(R"(sites: 3
+default: {delay_ms: 20}
+pairs:
+  - {from: 1, to: 2, delay_ms: 8, jitter_ms: 2}
+schedule:
+  phases:
+    - {at_s: 5, pairs: [{between: [2, 3], delay_ms: 4}]}
+)", "d.yaml");
+  ASSERT_TRUE(r.errors.empty()) << r.errors[0].to_string();
+  EXPECT_EQ(r.profile.min_delay(), 4 * kMilli) << "a later phase's shorter delay counts";
+  const auto j = parse_profile("sites: 2\ndefault: {delay_ms: 1, jitter_ms: 3}\n", "j.yaml");
+  ASSERT_TRUE(j.errors.empty());
+  EXPECT_EQ(j.profile.min_delay(), 0) << "jitter beyond the delay leaves none";
+}
+
+TEST(Coalescer, QuantumIsAQuarterOfTheLeastDelayCapped) {
+  EXPECT_EQ(Coalescer(400 * kMicro).quantum(), 100 * kMicro);
+  EXPECT_EQ(Coalescer(50 * kMilli).quantum(), Coalescer::kMaxQuantum);
+  EXPECT_EQ(Coalescer(50 * kMilli).ahead(), Coalescer::kMaxQuantum / 2) << "frames leave within half a quantum";
+}
+
+// Feeds `rate` frames/s in wakes of 1 ms for `ms` milliseconds from `t`; returns the new t.
+Nanos feed(Coalescer& c, Nanos t, uint64_t rate, int ms) {
+  for (int i = 0; i < ms; ++i) {
+    t += kMilli;
+    c.arrived(t, rate / 1000);
+  }
+  return t;
+}
+
+TEST(Coalescer, BusyAboveTheEnterRateUntilBelowTheLeaveRate) {
+  Coalescer c(20 * kMilli);
+  Nanos t = feed(c, 0, Coalescer::kEnterRate / 2, 50);
+  EXPECT_FALSE(c.busy()) << "a light stream wakes per arrival";
+  t = feed(c, t, 4 * Coalescer::kEnterRate, 25);
+  EXPECT_TRUE(c.busy());
+  t = feed(c, t, (Coalescer::kEnterRate + Coalescer::kLeaveRate) / 2, 50);
+  EXPECT_TRUE(c.busy()) << "between the two rates it stays as it was";
+  t = feed(c, t, 0, 25);
+  EXPECT_FALSE(c.busy()) << "a quiet WAN goes back to sleeping until an arrival";
+}
+
+TEST(Coalescer, NeverBusyWithNextToNoDelay) {
+  // Taking arrivals a quantum late would add to a delay shorter than the quantum floor.
+  Coalescer c(4 * Coalescer::kMinQuantum - 1);
+  feed(c, 0, 100 * Coalescer::kEnterRate, 50);
+  EXPECT_FALSE(c.busy());
 }
 
 }  // namespace
