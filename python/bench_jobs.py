@@ -11,7 +11,11 @@ is work-conserving), so smaller rounds pull the ratio toward 1 (4 MB rounds meas
             their goodputs / 2 - 1| (goodput: bytes per round over the job's mean round time,
             from the gateways' summaries)
   solo      job 1 on a gateway that also holds job 2, whose workers never come (idle), against
-            job 1 on a gateway that runs only it: solo_fraction = the first goodput / the second
+            job 1 on a gateway that runs only it: solo_fraction = the first goodput / the second.
+            The two differ in more than the idle job: several jobs always draw on one congestion
+            state per link (transport.link_share), a single job by default runs a controller per
+            transfer. solo_fraction_same_link_share compares against a single-job gateway with
+            link_share: on, which isolates what the idle job itself costs.
   register  a job announced by its workers (no job in the YAML, admission on): register_ms =
             from a worker's first join until its gateway says the job runs (both sites'
             workers start together; agreement over the 40 ms link and the job's build
@@ -40,13 +44,15 @@ default: {delay_ms: 20, rate_mbit: 100, queue_kb: 1000}
 EXACT = []  # every job's share of values equal to the exact mean, per run (percent)
 
 
-def run(extra_jobs, weight, duration, nbytes, wan, engines=1):
+def run(extra_jobs, weight, duration, nbytes, wan, engines=1, config_extra=""):
     """One testbed run; returns {job id: goodput bytes/s} from site 1's gateway summary."""
     cmd = [os.path.join(ROOT, "scripts", "testbed"), "--sites", "2", "--workers", "0", "--wan", wan,
            "--model-bytes", str(nbytes), "--duration", str(duration), "--keep-logs",
            "--job-weight", str(weight), "--engines", str(engines)]
     if extra_jobs:
         cmd += ["--extra-jobs", extra_jobs]
+    if config_extra:
+        cmd += ["--config-extra", config_extra]
     p = subprocess.run(cmd, capture_output=True, text=True)
     m = re.search(r"logs kept in (\S+)", p.stderr + p.stdout)
     logs = m.group(1) if m else ""
@@ -118,7 +124,11 @@ def main():
         f.write(PROFILE)
     print("2 sites, one 100 Mbit/s link of 40 ms RTT, %d MB synthetic jobs, %d s per run, %d alternation(s)"
           % (nbytes >> 20, duration, alts), flush=True)
-    ratios, solo = [], []
+    # The testbed's own transport section, with one congestion state per link for a single job.
+    shared_cc = os.path.join(tmp, "link-share-on.yaml")
+    with open(shared_cc, "w") as f:
+        f.write("transport:\n  udp_port: 7400\n  chunk_bytes: 1344\n  link_share: on\n")
+    ratios, solo, solo_same = [], [], []
     for _ in range(alts):
         g = run("2:%d:0:1" % nbytes, 2, duration, nbytes, wan, a.engines)
         r = g[1] / g[2]
@@ -127,9 +137,12 @@ def main():
               flush=True)
         shared = run("2:%d:0:1:1" % nbytes, 1, duration, nbytes, wan, a.engines)[1]
         alone = run("", 1, duration, nbytes, wan, a.engines)[1]
+        alone_same = run("", 1, duration, nbytes, wan, a.engines, shared_cc)[1]
         solo.append(shared / alone)
-        print("  job 1 beside an idle job %.1f Mbit/s, on its own gateway %.1f Mbit/s, fraction %.3f"
-              % (shared * 8e-6, alone * 8e-6, shared / alone), flush=True)
+        solo_same.append(shared / alone_same)
+        print("  job 1 beside an idle job %.1f Mbit/s, on its own gateway %.1f Mbit/s (fraction %.3f), on its own "
+              "gateway with link_share: on %.1f Mbit/s (fraction %.3f)"
+              % (shared * 8e-6, alone * 8e-6, shared / alone, alone_same * 8e-6, shared / alone_same), flush=True)
     regs = []
     for _ in range(alts):
         r = register(wan, tmp)
@@ -137,7 +150,8 @@ def main():
         print("  an announced job: registered in %s ms" % ", ".join("%.0f" % (x * 1e3) for x in r), flush=True)
     ratio = statistics.median(ratios)
     line = {"bench": "jobs", "share_ratio": round(ratio, 4), "share_ratio_error": round(abs(ratio / 2 - 1), 4),
-            "solo_fraction": round(statistics.median(solo), 4), "register_ms": round(statistics.median(regs) * 1e3, 1),
+            "solo_fraction": round(statistics.median(solo), 4),
+            "solo_fraction_same_link_share": round(statistics.median(solo_same), 4), "register_ms": round(statistics.median(regs) * 1e3, 1),
             "min_exact_pct": min(EXACT) if EXACT else None, "runs": alts, "engines": a.engines,
             "seconds_per_run": duration}
     shutil.rmtree(tmp, ignore_errors=True)
