@@ -157,18 +157,19 @@ int Forwarder::receive(int port, Nanos now) {
   timespec rt;
   clock_gettime(CLOCK_REALTIME, &rt);
   const Nanos rt_minus_mono = static_cast<Nanos>(rt.tv_sec) * kSecond + rt.tv_nsec - now;
+  for (int i = 0; i < kBurst; ++i) {
+    iov[i] = {buf + i * kMaxFrame, kMaxFrame};
+    msgs[i] = {};
+    msgs[i].msg_hdr.msg_iov = &iov[i];
+    msgs[i].msg_hdr.msg_iovlen = 1;
+    msgs[i].msg_hdr.msg_control = ctrl[i];
+  }
   int taken = 0;
   // A bounded number of bursts, so frames that are due leave between them however much
   // keeps arriving.
   for (int b = 0; b < kBurstsPerVisit; ++b) {
-    for (int i = 0; i < kBurst; ++i) {
-      iov[i] = {buf + i * kMaxFrame, kMaxFrame};
-      msgs[i] = {};
-      msgs[i].msg_hdr.msg_iov = &iov[i];
-      msgs[i].msg_hdr.msg_iovlen = 1;
-      msgs[i].msg_hdr.msg_control = ctrl[i];
-      msgs[i].msg_hdr.msg_controllen = kCtrlSpace;
-    }
+    // The kernel shortens each control length to what it wrote: room again for a stamp.
+    for (int i = 0; i < kBurst; ++i) msgs[i].msg_hdr.msg_controllen = kCtrlSpace;
     const int got = recvmmsg(fds_[port], msgs, kBurst, MSG_DONTWAIT, nullptr);
     if (got <= 0) break;
     for (int i = 0; i < got; ++i) {
