@@ -226,6 +226,7 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
     sim::GatewaySiteConfig gc;
     gc.sync = sim::make_sync_config(n, i, s.chunk_real, false, w.seed);
     gc.sync.wire_compression = o.compress;
+    if (o.share_links) gc.sync.share_links = true;
     gc.sync.topk_ratio = 0.01f;
     gc.control = stack_control(s, w, o, i);
     // The splits of the plan in force (the simulator routes relayed DATA itself), or each

@@ -75,6 +75,9 @@ struct StackOptions {
   // gateway with topology.multipath does; false: the plan's splits by weight alone.
   bool spray = false;
   bool compress = false;
+  // One congestion state per peer link for the job's transfers (transport.link_share: on, as
+  // scripts/testbed's gateways run); false: the gateway's default for one job.
+  bool share_links = false;
   int max_trees = 12;                     // the planner's tree budget (topology.shards)
   double recompute_change = 0.2;          // the gateway's default
   double probe_rate_bytes_per_s = 20e6 / 8;  // per site, wire bytes (topology.probe_rate_kbit = 20000)

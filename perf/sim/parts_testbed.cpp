@@ -56,6 +56,7 @@ void part_testbed(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repo
     o.awareness = Awareness::kProbes;
     o.multipath = true;
     o.spray = true;  // each site's DATA sprayed as its gateway sprays it
+    o.share_links = true;  // the testbed's gateways run transport.link_share: on
     const StackResult st = run_stack(s, sc.wan, o, rounds, "stormgate f32");
     std::vector<double> per_round;
     for (const auto& x : st.rounds) per_round.push_back(x.seconds);
