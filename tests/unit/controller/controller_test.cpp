@@ -416,6 +416,39 @@ TEST(Controller, AdaptiveCompressionPicksACodecForACongestedSlowLink) {
   FAIL() << "no codec chosen for a congested link 20x slower than compute";
 }
 
+// Going back after a regret returns to the trees before, not to the codecs of their time: the
+// plan recorded when those trees came into force had no compression yet, and returning it
+// whole dropped every link's codec while the links were still congested.
+TEST(Controller, GoingBackKeepsTheCodecsTheLinksNeedNow) {
+  ControllerConfig cfg = config();
+  cfg.compression.mode = config::CompressionMode::kAdaptive;
+  cfg.compression.codec = CodecId::kInt8;
+  cfg.compression.compute_ms_per_round = 100;
+  Controller c(cfg);
+  const topo::Plan first = c.initial_plan();
+  ASSERT_TRUE(first.codecs.empty());
+  time_rounds(c, first, 1.0, 8);
+  // Congested links (RTTs rising), every one far slower than the compute; into site 0 slower
+  // still, so new trees are proposed too.
+  auto rows = [&](Nanos at) {
+    c.on_row(row(0, 10e6, {{1, 1e6}, {2, 1e6}, {3, 1e6}}, 2.0), at);
+    for (int s = 1; s < kSites; ++s) c.on_row(row(s, 10e6, {}, 2.0), at);
+  };
+  rows(10 * kSecond);
+  auto next = c.decide(first, 10 * kSecond);
+  ASSERT_TRUE(next);
+  ASSERT_NE(trees_signature(*next), trees_signature(first));
+  time_rounds(c, *next, 1.5, 7);  // slower than the trees before: a regret
+  rows(12 * kSecond);
+  auto back = c.decide(*next, 12 * kSecond);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(c.stats().regrets, 1u);
+  EXPECT_EQ(trees_signature(*back), trees_signature(first));
+  EXPECT_FALSE(back->codecs.empty()) << "the congested links stay compressed on the trees gone back to";
+  for (const auto& lc : back->codecs) EXPECT_NE(lc.codec, CodecId::kF32);
+  EXPECT_EQ(topo::validate(*back), topo::PlanError::kOk);
+}
+
 TEST(Controller, NoCompressionWithoutComputeTime) {
   ControllerConfig cfg = config();
   cfg.compression.mode = config::CompressionMode::kAdaptive;
