@@ -579,12 +579,12 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
     rc.max_transfers = 4;
     rc.max_jobs = 1;
     rc.fill_rule = ltp::FillRule::kLocal;
-    // A result that pauses on the LAN is far more often this process not running (a busy
-    // training host) than a lost packet, and the gateway retransmits a lost one within its
-    // RTO: Early Close waits at least 20 ms of quiet, not LTP's own floor of 100 us (a
-    // CPU-starved worker filled 4.7% of a round from its own gradient with that floor).
-    rc.early_close.quiet_min = ltp::kSharedHostQuietFloor;
-    rc.early_close.enabled = !opts_.exact;
+    // The result is taken whole, never closed early: a chunk filled here from this worker's
+    // own gradient would leave its model replica with other values than its peers' from then
+    // on (the gateways take a parent's result whole for the same reason, SyncConfig::
+    // down_early_close). On the LAN a lost chunk costs the gateway's RTO, and a pause is far
+    // more often this process not running (a busy training host) than a lost packet.
+    rc.early_close.enabled = false;
     m.recv = std::make_unique<ltp::Receiver>(rc);
     m.chunks = chunks;
   }

@@ -73,6 +73,8 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
   sc.weight = cfg.job.weight;
   sc.early_hold_packets = cfg.transport.early_hold_packets;
   sc.reliable_baseline = cfg.transport.rate_controller == config::RateController::kAimd;
+  sc.down_early_close = cfg.transport.early_close.down;
+  sc.down_fill = static_cast<ltp::FillRule>(cfg.transport.bubble_fill);
   sc.round_timeout = static_cast<Nanos>(cfg.job.round_timeout_ms) * kMilli;
   sc.seed = cfg.site.id * 31u + role.engine;
   sc.shard_engine = role.engine;

@@ -79,6 +79,7 @@ struct EarlyCloseConfig {
   bool enabled = true;
   double min_fraction = 0.95;  // never close before this fraction of chunks has arrived
   double quiet_rtts = 2.0;     // ... and nothing new for this many smoothed RTTs
+  bool down = false;           // also on the result's way down the tree (replicas may differ)
 };
 
 struct TransportConfig {
@@ -87,7 +88,7 @@ struct TransportConfig {
   uint32_t max_transfers = 64;  // concurrent transfers per engine; refusals are counted
   uint32_t max_chunks_per_transfer = 1u << 20;
   double max_loss_fraction = 0.05;  // past it a transfer falls back to reliable delivery
-  BubbleFill bubble_fill = BubbleFill::kZero;
+  BubbleFill bubble_fill = BubbleFill::kLocal;  // a result chunk that never came down
   RateController rate_controller = RateController::kLtp;
   uint32_t initial_rate_mbit = 100;
   // Results to this site's workers cross the LAN with this many KiB in flight per worker,

@@ -121,6 +121,7 @@ void read_transport(MapReader& top, GatewayConfig& cfg) {
   ec.boolean("enabled", t.early_close.enabled);
   ec.number("min_fraction", 0.5, 1.0, t.early_close.min_fraction);
   ec.number("quiet_rtts", 0.5, 100.0, t.early_close.quiet_rtts);
+  ec.boolean("down", t.early_close.down);
 }
 
 void read_topology(MapReader& top, GatewayConfig& cfg) {

@@ -211,6 +211,8 @@ void Receiver::on_data(const wire::DataMsg& m, size_t msg_len, Nanos now, Receiv
       ++stats_.refused_table_full;
       return;
     }
+    t->whole = !sink.early_close_allowed(key);
+    stats_.opened_whole += t->whole;
   }
   if (f.chunk_count != t->count) {
     ++stats_.count_mismatch;
@@ -430,7 +432,7 @@ Nanos Receiver::poll(Nanos now, ReceiverSink& sink, PacketSink& tx) {
     Nanos due = std::min(t.ack_due, t.last_arrival + cfg_.abandon_after);
     // A streaming sender still waiting for its own inputs is not stalled: Early Close and the
     // fall-back test start once it has released every chunk.
-    if (ec.enabled && !t.reliable && !t.sender_partial) {
+    if (ec.enabled && !t.reliable && !t.whole && !t.sender_partial) {
       const Nanos quiet = early_.quiet(srtt_, t.gap);
       if (now - t.last_progress < quiet) {
         due = std::min(due, t.last_progress + quiet);

@@ -63,6 +63,7 @@ struct ReceiverStats {
   uint64_t closes_sent = 0;
   uint64_t rejects_sent = 0;
   uint64_t transfers_opened = 0;
+  uint64_t opened_whole = 0;      // ... of them the sink wants whole (no Early Close)
   uint64_t closed_complete = 0;
   uint64_t closed_early = 0;
   uint64_t closed_superseded = 0;
@@ -140,6 +141,7 @@ class Receiver {
     uint16_t contributors = 1;
     CodecId codec = CodecId::kF32;
     bool reliable = false;       // fell back: close only when complete
+    bool whole = false;          // the sink wants it whole (early_close_allowed): no Early Close
     bool sender_partial = true;  // every DATA so far had kFlagPartial: no Early Close yet
     uint64_t last_send_ts = 0;   // of the newest DATA, echoed in ACKs
     Nanos opened = 0;

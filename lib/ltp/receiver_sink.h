@@ -22,6 +22,11 @@ class ReceiverSink {
   virtual void on_transfer_end(const TransferSummary& summary) = 0;
   // Every accepted DATA (new or duplicate), for throughput estimation. Optional.
   virtual void on_sample(const ArrivalSample& /*sample*/) {}
+  // Asked once as a transfer opens: may it close early (Early Close, the loss bound's
+  // fall-back test)? False: it closes only complete (or abandoned, superseded). A round's
+  // result on its way down the tree is one: a chunk given up there leaves that site's
+  // replica with other values than every other site's.
+  virtual bool early_close_allowed(const TransferKey& /*key*/) const { return true; }
 };
 
 }  // namespace sg::ltp

@@ -716,6 +716,12 @@ void SiteSync::on_bubble(const ltp::ChunkRef& c, ltp::FillRule) {
   }
 }
 
+bool SiteSync::early_close_allowed(const ltp::TransferKey& k) const {
+  if (cfg_.down_early_close || k.job != cfg_.job || k.shard >= shards_.size()) return true;
+  const int src = index_of(k.src_node);
+  return src < 0 || src != shards_[k.shard].parent;
+}
+
 void SiteSync::on_transfer_end(const ltp::TransferSummary& s) {
   if (s.reason == ltp::CloseReason::kEarlyClose) ++stats_.early_closes;
   if (s.fell_back) ++stats_.fallbacks;

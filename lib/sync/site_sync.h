@@ -35,8 +35,10 @@
 // Bubbles. A chunk that did not arrive going up contributes nothing and its contributor
 // count says so; before forwarding, a chunk is rescaled to the full count of the subtree
 // (sum * expected / present), so the root's mean is the mean of the contributions that
-// arrived, never biased towards zero. A chunk missing going down is filled by `down_fill`
-// (default: this site's own gradient, so training still steps) and forwarded as filled.
+// arrived, never biased towards zero. Going down, a result transfer is taken whole (no Early
+// Close unless down_early_close), so every site applies the same mean; a chunk that still
+// never comes (the parent's round timed out, or it died) is filled by `down_fill` (default:
+// this site's own gradient, so training still steps) and forwarded as filled.
 //
 // Dead peers. A round that has not finished `round_timeout` after it began is completed
 // with what arrived: missing up-chunks count as absent contributors, missing down-chunks
@@ -78,6 +80,11 @@ struct SyncConfig {
   ltp::TcpCc reliable_cc = ltp::TcpCc::kNewReno;  // ... its congestion control
   ltp::DeliveryRateConfig rate;        // LTP's rate controller (every sender's)
   ltp::FillRule down_fill = ltp::FillRule::kLocal;
+  // Early Close on the result's way down (transport.early_close.down). Off: a site takes its
+  // parent's result transfer only whole, so every site applies the same mean; a chunk given
+  // up going down would leave this site's replica with down_fill's values for it, and the
+  // replicas would drift apart from round to round.
+  bool down_early_close = false;
   Nanos round_timeout = 30 * kSecond;
   // This site may compress (set_link_codec) and forwards the root's compressed bytes as they
   // came. Off: no encode buffers (they cost up to one model size); compressed chunks from a
@@ -233,6 +240,7 @@ class SiteSync final : private ltp::ReceiverSink {
   void on_bubble(const ltp::ChunkRef& c, ltp::FillRule rule) override;
   void on_transfer_end(const ltp::TransferSummary& s) override;
   void on_sample(const ltp::ArrivalSample& s) override;
+  bool early_close_allowed(const ltp::TransferKey& k) const override;
   void peer_moved_on(int p, ltp::PacketSink& tx);
   void abandon_out(Out& o);  // a fresh, unstarted sender in its place
 

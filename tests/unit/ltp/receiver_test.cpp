@@ -399,6 +399,52 @@ TEST_F(ReceiverTest, EarlyCloseFillsBubblesOnceStalledAboveThreshold) {
   EXPECT_TRUE((close->bitmap[49 / 8] >> (49 % 8)) & 1);
 }
 
+// A sink that wants every transfer from one source whole (a site's parent sending the result).
+class WholeFromSink final : public ReceiverSink {
+ public:
+  explicit WholeFromSink(RecordingSink& inner, uint16_t whole_src) : inner_(inner), whole_src_(whole_src) {}
+  void on_chunk(const ChunkRef& c, std::span<const uint8_t> p) override { inner_.on_chunk(c, p); }
+  void on_bubble(const ChunkRef& c, FillRule rule) override { inner_.on_bubble(c, rule); }
+  void on_transfer_end(const TransferSummary& s) override { inner_.on_transfer_end(s); }
+  bool early_close_allowed(const TransferKey& k) const override { return k.src_node != whole_src_; }
+
+ private:
+  RecordingSink& inner_;
+  uint16_t whole_src_;
+};
+
+TEST_F(ReceiverTest, ATransferTheSinkWantsWholeIsNeverClosedEarly) {
+  ReceiverConfig c;
+  c.early_close.initial_loss = 0.04;  // threshold 0.98
+  make(c);
+  WholeFromSink whole(sink_, kSrc);
+  for (uint32_t i = 0; i < 100; ++i)
+    if (i != 50) rx_->on_packet(data(fields(i, 100)), now_, whole, tx_);
+  EXPECT_EQ(rx_->stats().opened_whole, 1u);
+  now_ += 10 * kSecond / 4;  // far past the quiet time, short of abandon_after
+  rx_->poll(now_, whole, tx_);
+  EXPECT_TRUE(sink_.ends.empty()) << "99% arrived and quiet, yet it waits for chunk 50";
+  EXPECT_EQ(rx_->stats().fallbacks, 0u);
+  auto f = fields(50, 100);
+  f.flags = wire::kFlagRetransmit;
+  rx_->on_packet(data(f), now_, whole, tx_);
+  ASSERT_EQ(sink_.ends.size(), 1u);
+  EXPECT_EQ(sink_.ends[0].reason, CloseReason::kComplete);
+  EXPECT_TRUE(sink_.bubbles.empty());
+
+  // Another source's transfer in the same receiver still closes early.
+  make(c);
+  sink_ = RecordingSink{};
+  WholeFromSink other(sink_, kSrc + 1);
+  for (uint32_t i = 0; i < 100; ++i)
+    if (i != 50) rx_->on_packet(data(fields(i, 100)), now_, other, tx_);
+  EXPECT_EQ(rx_->stats().opened_whole, 0u);
+  now_ += EarlyClose(c.early_close).quiet(rx_->srtt(), 0) + 1;
+  rx_->poll(now_, other, tx_);
+  ASSERT_EQ(sink_.ends.size(), 1u);
+  EXPECT_EQ(sink_.ends[0].reason, CloseReason::kEarlyClose);
+}
+
 TEST_F(ReceiverTest, StreamingSenderIsNotClosedEarlyWhileItSaysMoreIsComing) {
   ReceiverConfig c;
   c.early_close.initial_loss = 0.04;  // threshold 0.98

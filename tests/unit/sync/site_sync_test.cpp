@@ -16,6 +16,7 @@
 #include "ltp/delivery_rate_controller.h"
 #include "ltp/link_share.h"
 #include "sync/site_sync.h"
+#include "wire/ltp_codec.h"
 #include "sync_cluster.h"
 
 namespace sg::sync {
@@ -67,6 +68,50 @@ TEST(SiteSync, LossyRoundsFinishAndStayCloseToTheMean) {
       lossy_events += st.up_bubbles + st.down_bubbles + st.retransmits;
     }
     EXPECT_GT(lossy_events, 0u) << "5% loss must show up as bubbles or retransmissions";
+  }
+}
+
+// Early Close going up only leaves a contributor out of a chunk's mean, which every site then
+// gets alike; going down (transport.early_close.down) a site would fill the chunk with its own
+// values, and the model replicas of a data-parallel job would drift apart. Here a chunk of the
+// root's result to site 1 and another of site 2's contribution to the root are lost in every
+// transmission for 500 ms: long enough for Early Close to give them up.
+TEST(SiteSync, ChunksLostGoingDownAreWaitedForSoEverySiteGetsTheSameResult) {
+  for (bool down_early_close : {false, true}) {
+    SCOPED_TRACE(down_early_close ? "early_close.down on" : "default");
+    Cluster c(3, 3 * 40000, 1, 10 * kMilli, 0.0, 7, false, nullptr, false, false,
+              [&](SyncConfig& s) {
+                s.down_early_close = down_early_close;
+                s.receiver.early_close.initial_loss = 0.05;  // as if a lossy link: threshold 0.975
+              });
+    const Nanos until = c.net.now_ + 500 * kMilli;  // 25 RTTs: every transmission in that time lost
+    uint64_t dropped = 0;
+    c.net.drop_if_ = [&](int src, int dst, const std::vector<uint8_t>& b) {
+      auto d = wire::parse_data(b);
+      if (!d.ok() || c.net.now_ >= until) return false;
+      // Not the same chunk both ways: the root releases the up-lost one last, and a receiver
+      // gives up nothing while its sender still has chunks to release.
+      if (!((src == 0 && dst == 1 && d->f.chunk_index == 5) || (src == 2 && dst == 0 && d->f.chunk_index == 9)))
+        return false;
+      ++dropped;
+      return true;
+    };
+    c.fill_round(1);
+    ASSERT_TRUE(c.run_round(1, 30 * kSecond));
+    EXPECT_GE(dropped, 2u);
+    EXPECT_GT(c.sites[0]->stats().up_bubbles, 0u) << "site 2's chunk was given up going up";
+    const auto r0 = c.sites[0]->result();
+    const auto r1 = c.sites[1]->result();
+    const auto r2 = c.sites[2]->result();
+    EXPECT_EQ(0, std::memcmp(r2.data(), r0.data(), r0.size_bytes()));
+    if (!down_early_close) {
+      EXPECT_EQ(c.sites[1]->stats().down_bubbles, 0u);
+      EXPECT_EQ(0, std::memcmp(r1.data(), r0.data(), r0.size_bytes())) << "site 1 waited for the lost chunk";
+      EXPECT_EQ(c.sites[1]->stats().timeouts, 0u);
+    } else {
+      EXPECT_GT(c.sites[1]->stats().down_bubbles, 0u);
+      EXPECT_NE(0, std::memcmp(r1.data(), r0.data(), r0.size_bytes())) << "site 1 filled it with its own values";
+    }
   }
 }
 

@@ -59,7 +59,7 @@ class Net {
     ++sent_;
     bytes_ += b.size();
     if (wire_) wire_->seal(src, dst, b);
-    if (dead_.count(dst) || rng_.chance(loss_)) return;
+    if (dead_.count(dst) || (drop_if_ && drop_if_(src, dst, b)) || rng_.chance(loss_)) return;
     // Per directed link: 1 Gbit/s serialisation, then the propagation delay.
     Nanos& free_at = link_free_[{src, dst}];
     const Nanos start = std::max(now_, free_at);
@@ -80,6 +80,7 @@ class Net {
   }
   // Off unless a test sets them.
   double reorder_ = 0, dup_ = 0, corrupt_ = 0;
+  std::function<bool(int src, int dst, const std::vector<uint8_t>& bytes)> drop_if_;  // true: lost
   Wire* wire_ = nullptr;
   uint64_t corrupted_ = 0, duplicated_ = 0, refused_ = 0, corrupted_opened_ = 0;
   size_t peak_queue_ = 0;
