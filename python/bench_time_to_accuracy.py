@@ -13,6 +13,8 @@ Figures (last line):
   final_loss_ratio_loss1_vs_gloo      stormgate f32 over the `lossy` profile (1% random loss
                                       plus bursts: Early Close and Bubble Filling at work) over
                                       gloo f32's, same step count
+  replicas_identical_<profile>        whether every site ended every run of the profile with
+                                      bit-identical parameters (all-reduce must)
   gateway_cpu_share_<profile>         CPU the gateways took during stormgate f32's training, as
                                       a share of the machine (on this 2-core box they share
                                       the CPUs with the training processes)
@@ -82,6 +84,16 @@ def train(a, label, backend, codec, tmp):
     with GatewayCpu() as cpu:
         res = td.testbed_run(a, backend, gateway, out, os.path.join(tmp, label + ".progress"), label)
     res["gateway_cpu_share"] = cpu.share() if backend == "stormgate" else 0.0
+    # Every site's replica at the end (each site's first worker writes its own result): in
+    # all-reduce they must be bit-identical, whatever Early Close gave up on the way.
+    digests = set()
+    for site in range(a.sites):
+        try:
+            with open("%s.site%d" % (out, site)) as f:
+                digests.add(json.load(f).get("digest"))
+        except (OSError, ValueError):
+            digests.add(None)
+    res["replicas_identical"] = len(digests) == 1 and None not in digests
     return res
 
 
@@ -153,7 +165,9 @@ def main():
                 print("== %s on %s (%d epochs)" % (label, prof, a.epochs), flush=True)
                 runs[label] = train(a, label.replace(" ", "-") + "-" + prof, backend, codec, tmp)
                 e = runs[label]["epochs"][-1]
-                print("   %.1f s, final validation loss %.4f, accuracy %.4f" % (e["t"], e["val_loss"], e["acc"]), flush=True)
+                print("   %.1f s, final validation loss %.4f, accuracy %.4f, the sites' replicas %s"
+                      % (e["t"], e["val_loss"], e["acc"], "identical" if runs[label]["replicas_identical"] else "DIFFER"),
+                      flush=True)
             if gloo_ref is None:
                 gloo_ref = runs["gloo f32"]
             else:
@@ -180,6 +194,7 @@ def main():
                     runs["stormgate int8"]["epochs"][-1]["val_loss"] / gloo_final, 4)
             res["final_loss_ratio_f32_vs_gloo_" + prof] = round(runs["stormgate f32"]["epochs"][-1]["val_loss"] / gloo_final, 4)
             res["gateway_cpu_share_" + prof] = round(runs["stormgate f32"]["gateway_cpu_share"], 3)
+            res["replicas_identical_" + prof] = all(r["replicas_identical"] for r in runs.values())
             res["runs_" + prof] = {k: [[round(e["t"], 2), round(e["val_loss"], 4)] for e in r["epochs"]] for k, r in runs.items()}
             if outdir and "gloo f32" in runs:
                 plot(runs, prof, os.path.join(outdir, "time-to-accuracy-%s.png" % prof))

@@ -19,6 +19,7 @@ torch.distributed's gloo all_reduce, over the same shaped links of scripts/testb
       Pessimistic: real LTP retransmits first and closes early with at most ~p/2 missing.
 """
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -175,7 +176,9 @@ def run_worker(a):
     if a.backend != "stormgate":
         dist.barrier()
         dist.destroy_process_group()
-    res = {"backend": a.backend, "world": world, "epochs": epochs, "total_s": total}
+    # The replica's final parameters, bit for bit: in all-reduce every site must end with the same.
+    digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
+    res = {"backend": a.backend, "world": world, "epochs": epochs, "total_s": total, "digest": digest}
     if rank == 0 and a.out:
         with open(a.out, "w") as f:
             json.dump(res, f)
