@@ -97,10 +97,11 @@ void LtpTx::send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::sp
   }
   // Workers talk to the gateway's LTP port; answers come from it.
   const uint16_t sport = r == &worker_route ? ltp_port_ : r->src_udp_port;
-  const wire::UdpFrameSpec spec = udp_spec(ports_[r->port_index], nh, r->peer_ipv4, sport, r->peer_udp_port);
-  const size_t hr = wire::udp_frame_headroom(spec);
   crypto::Sealer* const sealer = r == &worker_route ? worker_sealer_ : sealer_;
   const bool seal = sealer != nullptr;
+  wire::UdpFrameSpec spec = udp_spec(ports_[r->port_index], nh, r->peer_ipv4, sport, r->peer_udp_port);
+  if (seal) drop_sealed_udp_checksum(spec);
+  const size_t hr = wire::udp_frame_headroom(spec);
   size_t msg = head.size() + payload.size();
   const size_t room = msg + (seal ? wire::kAuthTrailerLen : 0);
   rte_mbuf* m = rte_pktmbuf_alloc(io_->pool());

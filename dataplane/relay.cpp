@@ -31,7 +31,8 @@ void GatewayHandler::relay_st(EngineIo& io, rte_mbuf* m, size_t off, size_t len,
   const PeerRoute* r = first_direct_route(routes_, dst);
   rte_ether_addr nh;
   if (!r || !nbrs_.lookup(r->nh_slot, nh)) return refuse(ltp_.relay_no_route, Drop::kNoRoute);
-  const wire::UdpFrameSpec spec = udp_spec(ports_[r->port_index], nh, r->peer_ipv4, r->src_udp_port, r->peer_udp_port);
+  wire::UdpFrameSpec spec = udp_spec(ports_[r->port_index], nh, r->peer_ipv4, r->src_udp_port, r->peer_udp_port);
+  if (sealer_) drop_sealed_udp_checksum(spec);
   const size_t hr = wire::udp_frame_headroom(spec);
   const size_t have = rte_pktmbuf_data_len(m);
   if (sealer_) {

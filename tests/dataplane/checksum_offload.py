@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The kernel side of the checksum-offload test (runs in the test's network namespace).
 
-  checksum_offload.py capture IFACE SECONDS   count UDP frames the gateway sent and how many
-                                              carry valid IPv4 and UDP checksums
+  checksum_offload.py capture IFACE SECONDS   count UDP frames the gateway sent, how many
+                                              carry valid IPv4 and UDP checksums, and how many
+                                              a valid IPv4 checksum and no UDP checksum (0)
   checksum_offload.py corrupt IFACE DST_MAC SRC_MAC DST_IP SRC_IP PORT N
                                               send N UDP frames with a bad UDP checksum and N
                                               with a bad IPv4 header checksum to the gateway
@@ -31,7 +32,7 @@ def capture(iface, seconds):
     s.bind((iface, 0))
     s.settimeout(0.2)
     end = time.time() + seconds
-    udp_frames = good = 0
+    udp_frames = good = no_udp_sum = 0
     while time.time() < end:
         try:
             f = s.recv(65535)
@@ -45,7 +46,8 @@ def capture(iface, seconds):
         pseudo = ip[12:20] + b"\x00\x11" + struct.pack("!H", len(udp))
         udp_frames += 1
         good += csum(ip) == 0 and csum(pseudo + udp) == 0
-    print(f"udp_frames {udp_frames} valid {good}")
+        no_udp_sum += csum(ip) == 0 and udp[6:8] == b"\x00\x00"
+    print(f"udp_frames {udp_frames} valid {good} no_udp_checksum {no_udp_sum}")
 
 
 def corrupt(iface, dst_mac, src_mac, dst_ip, src_ip, port, n):

@@ -36,7 +36,7 @@ ip netns exec "$ns" ip addr add 10.55.0.2/24 dev sgck0
 ip netns exec "$ns" ip link set sgck0 up
 out="$(ip netns exec "$ns" python3 "$ROOT/tests/dataplane/checksum_offload.py" capture sgck0 1.5)"
 echo "$out"
-read -r _ frames _ valid <<< "$out"
+read -r _ frames _ valid _ <<< "$out"
 (( frames >= 20 )) || fail "the gateway sent too few UDP frames ($frames) to judge"
 (( valid == frames )) || fail "$((frames - valid)) of $frames frames had a bad checksum"
 ip netns exec "$ns" python3 "$ROOT/tests/dataplane/checksum_offload.py" corrupt sgck0 02:00:00:00:00:01 \
