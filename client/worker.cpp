@@ -17,6 +17,7 @@
 #include "ltp/delivery_rate_controller.h"
 #include "ltp/receiver.h"
 #include "ltp/sender.h"
+#include "ltp/window_controller.h"
 #include "sync/local_group.h"
 #include "udp_batch.h"
 #include "wire/job_msg.h"
@@ -45,6 +46,7 @@ namespace {
 using sync::kWorkerNodeBase;  // a worker's LTP node id is kWorkerNodeBase + its index
 constexpr Nanos kJoinEvery = 200 * kMilli;     // kJoin while waiting for the gateway's answer
 constexpr Nanos kRejoinEvery = kSecond;        // kJoin while training (a restarted gateway re-learns)
+constexpr uint32_t kMaxPushWindowKb = 1u << 20;  // 1 GiB in flight
 constexpr uint8_t kMaxWeight = 16;             // as the gateway's jobs[].weight
 
 uint8_t job_dtype(Dtype d) {  // JobSpec::dtype
@@ -222,7 +224,12 @@ struct Worker::Impl {
   ltp::PacketSink* tx = &udp;
   uint64_t refused = 0;  // received messages that did not open (or were plain with a token)
   sockaddr_in gateway{};
-  ltp::DeliveryRateController rc;
+  // The push's controller (WorkerOptions::push_window_kb): a window, or the rate model.
+  ltp::DeliveryRateController rate;
+  std::unique_ptr<ltp::WindowController> window;
+  ltp::RateController& push_controller() {
+    return window ? static_cast<ltp::RateController&>(*window) : static_cast<ltp::RateController&>(rate);
+  }
   Rng rng{1};
   std::unique_ptr<ltp::Sender> push;
   std::unique_ptr<ltp::Receiver> recv;
@@ -322,6 +329,16 @@ Worker::Worker(const WorkerOptions& opts) : opts_(opts), impl_(std::make_unique<
   if (opts_.gateway_port == 0) {
     fail(ErrorCode::kInvalidArgument, "gateway_port (the gateway's transport.udp_port) must be 1..65535, got 0");
     return;
+  }
+  if (opts_.push_window_kb > kMaxPushWindowKb) {
+    fail(ErrorCode::kInvalidArgument, "push_window_kb must be 0..1048576 (KiB in flight to the gateway; 0: paced "
+                                      "by a rate model), got " + std::to_string(opts_.push_window_kb));
+    return;
+  }
+  if (opts_.push_window_kb > 0) {
+    ltp::WindowConfig wc;
+    wc.max_window = static_cast<uint64_t>(opts_.push_window_kb) * 1024;
+    impl_->window = std::make_unique<ltp::WindowController>(wc);
   }
   if (opts_.weight < 1 || opts_.weight > kMaxWeight) {
     fail(ErrorCode::kInvalidArgument, "weight must be 1..16 (the job's share of the WAN), got " +
@@ -570,7 +587,7 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
     sc.peer_node = opts_.gateway_node;
     sc.max_chunks = chunks;
     sc.give_up_after = 3600 * kSecond;  // the caller's timeout governs
-    m.push = std::make_unique<ltp::Sender>(sc, m.rc, m.rng);
+    m.push = std::make_unique<ltp::Sender>(sc, m.push_controller(), m.rng);
   }
   if (chunks != m.chunks || !m.recv) {
     ltp::ReceiverConfig rc;

@@ -77,6 +77,12 @@ struct WorkerOptions {
   // missing contribution means no result (a timeout), never a bubble. For collectives that must
   // be bit-exact (a process group's broadcast, all-gather, barrier).
   bool exact = false;
+  // The push to the gateway, across the data-center LAN: at most this many KiB in flight,
+  // unpaced (a window, as the gateway's results to its workers: transport.lan_window_kb),
+  // halved on a loss episode. 0: paced by a delivery-rate model (BBR-like) instead, which on a
+  // LAN of microseconds learns the rate of whatever stalled it (a busy gateway or host) and
+  // keeps it: 16 MB pushes took 3x as long on the testbed. 0..1048576 (1 GiB).
+  uint32_t push_window_kb = 256;
 };
 
 struct WorkerStats {

@@ -166,7 +166,8 @@ PYBIND11_MODULE(_stormgate, m) {
   py::class_<Worker>(m, "Worker")
       .def(py::init([](const std::string& host, uint16_t port, uint32_t worker_index, uint16_t gateway_node,
                        uint32_t job, uint32_t chunk_bytes, const std::string& bind_host, uint16_t bind_port,
-                       const std::string& token_file, uint16_t announce_workers, int weight, bool exact) {
+                       const std::string& token_file, uint16_t announce_workers, int weight, bool exact,
+                       uint32_t push_window_kb) {
              WorkerOptions o;
              o.gateway_host = host;
              o.gateway_port = port;
@@ -181,6 +182,7 @@ PYBIND11_MODULE(_stormgate, m) {
              if (weight < 1 || weight > 16) throw py::value_error("weight must be 1..16, got " + std::to_string(weight));
              o.weight = static_cast<uint8_t>(weight);
              o.exact = exact;
+             o.push_window_kb = push_window_kb;
              auto w = std::make_unique<Worker>(o);
              if (!w->status().ok()) raise(w->status());
              return w;
@@ -189,10 +191,12 @@ PYBIND11_MODULE(_stormgate, m) {
            py::arg("gateway_node") = 1, py::arg("job") = 1, py::arg("chunk_bytes") = 1344,
            py::arg("bind_host") = "0.0.0.0", py::arg("bind_port") = 0, py::arg("token_file") = "",
            py::arg("announce_workers") = 0, py::arg("weight") = 1, py::arg("exact") = false,
+           py::arg("push_window_kb") = WorkerOptions{}.push_window_kb,
            "announce_workers > 0 (workers per site): this worker announces the job to the gateway before "
            "its first round of a size (refused: StormgateError naming the field; no answer: GatewayTimeout) "
            "and leaves it when closed; 0: the gateway's config holds the job. weight: the job's WAN share, 1..16. exact: every round "
-           "exactly the mean of every push or no result (announced jobs; no compression, no Early Close).")
+           "exactly the mean of every push or no result (announced jobs; no compression, no Early Close). "
+           "push_window_kb: KiB of the push in flight to the gateway (0: paced by a rate model instead).")
       .def(
           "allreduce",
           [](Worker& w, py::buffer buf, uint32_t round, double timeout_s, const std::string& dtype) {

@@ -53,6 +53,22 @@ std::vector<float> gradient(uint32_t worker, uint32_t round, size_t n) {
   return g;
 }
 
+// A UDP socket bound to 127.0.0.1 on a free port (-1 on failure); *port says which.
+int loopback_udp(uint16_t* port) {
+  int s = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (s < 0 || bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (s >= 0) close(s);
+    return -1;
+  }
+  *port = ntohs(a.sin_port);
+  return s;
+}
+
 TEST(Client, ThreeWorkersGetTheExactMean) {
   constexpr size_t kFloats = 100003;  // ~400 KB, last chunk short
   StubOptions so;
@@ -298,14 +314,9 @@ TEST(Client, MixedDtypesInOneRoundRoundTheSameResult) {
 
 TEST(Client, UnreachableGatewayTimesOutNamingTheAddress) {
   // A port nobody listens on: ICMP port unreachable, retried until the deadline.
-  int s = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  const uint16_t closed_port = ntohs(a.sin_port);
+  uint16_t closed_port = 0;
+  int s = loopback_udp(&closed_port);
+  ASSERT_GE(s, 0);
   close(s);
   {
     Worker w(opts_for(closed_port, 0));
@@ -320,11 +331,10 @@ TEST(Client, UnreachableGatewayTimesOutNamingTheAddress) {
     EXPECT_EQ(g[0], 1.0f) << "data unchanged on error";
   }
   // A socket that swallows everything (a gateway that is down but the port is held).
-  int sink = socket(AF_INET, SOCK_DGRAM, 0);
-  a.sin_port = 0;
-  ASSERT_EQ(bind(sink, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  getsockname(sink, reinterpret_cast<sockaddr*>(&a), &len);
-  Worker w(opts_for(ntohs(a.sin_port), 0));
+  uint16_t sink_port = 0;
+  int sink = loopback_udp(&sink_port);
+  ASSERT_GE(sink, 0);
+  Worker w(opts_for(sink_port, 0));
   std::vector<float> g(5000, 1.0f);
   auto r = w.allreduce(g.data(), g.size(), 1, 200 * kMilli);
   EXPECT_EQ(r.code, ErrorCode::kTimeout);
@@ -444,6 +454,73 @@ TEST(ClientJob, OptionsAreChecked) {
   o.announce_workers = 2;
   o.worker_index = 2;
   EXPECT_NE(Worker(o).status().message.find("below announce_workers"), std::string::npos);
+}
+
+TEST(ClientJob, PushWindowIsChecked) {
+  WorkerOptions o = opts_for(7400, 0);
+  o.push_window_kb = (1u << 20) + 1;
+  EXPECT_NE(Worker(o).status().message.find("push_window_kb must be 0..1048576"), std::string::npos);
+  o.push_window_kb = 1u << 20;
+  EXPECT_TRUE(Worker(o).status().ok());
+  o.push_window_kb = 0;
+  EXPECT_TRUE(Worker(o).status().ok());
+}
+
+// Distinct chunks of one push that reach a gateway that never answers, within `wait`.
+uint32_t chunks_sent_unanswered(uint32_t window_kb, Nanos wait) {
+  uint16_t port = 0;
+  int sink = loopback_udp(&port);
+  EXPECT_GE(sink, 0);
+  // Room for a whole window at once (the sends land in this buffer within one burst; root may
+  // exceed net.core.rmem_max), and a reader that drains it while the worker sends.
+  int room = 16 << 20;
+  if (setsockopt(sink, SOL_SOCKET, SO_RCVBUFFORCE, &room, sizeof(room)) != 0)
+    setsockopt(sink, SOL_SOCKET, SO_RCVBUF, &room, sizeof(room));
+  timeval tv{0, 20000};
+  setsockopt(sink, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::vector<bool> seen(2000, false);
+  uint32_t distinct = 0;
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    std::vector<uint8_t> d(9000);
+    for (;;) {
+      const ssize_t n = recv(sink, d.data(), d.size(), 0);
+      if (n <= 0) {
+        if (done.load()) break;
+        continue;
+      }
+      auto m = wire::parse_data(std::span<const uint8_t>(d.data(), static_cast<size_t>(n)));
+      if (!m || m->f.chunk_index >= seen.size() || seen[m->f.chunk_index]) continue;
+      seen[m->f.chunk_index] = true;
+      ++distinct;
+    }
+  });
+  {
+    WorkerOptions o = opts_for(port, 0);
+    o.push_window_kb = window_kb;
+    Worker w(o);
+    EXPECT_TRUE(w.status().ok()) << w.status().message;
+    std::vector<float> g(2000 * 1344 / 4, 1.0f);  // 2,000 chunks
+    EXPECT_EQ(w.allreduce(g.data(), g.size(), 1, wait).code, ErrorCode::kTimeout);
+  }
+  done = true;
+  reader.join();
+  close(sink);
+  return distinct;
+}
+
+// Unanswered, a push stops at its window (64 KiB: 46 chunks of 1344 B with their headers) and
+// after its timeouts resends only those; a larger window lets more out (the rate model, as a
+// contrast, sends its initial 10 chunks).
+TEST(Client, PushStopsAtItsWindowWithoutAcks) {
+  const uint32_t small = chunks_sent_unanswered(64, 150 * kMilli);
+  EXPECT_GE(small, 40u);
+  EXPECT_LE(small, 49u);
+  const uint32_t large = chunks_sent_unanswered(512, 150 * kMilli);
+  // At least the first poll's burst (64 chunks, sent in one call: no timeout can cut it short
+  // on a loaded host); 368 fit the window.
+  EXPECT_GE(large, 64u);
+  EXPECT_LE(large, 391u);
 }
 
 // The stub holds no job (it drops every push) until a join: announcing workers register it

@@ -192,7 +192,8 @@ class JobTest(unittest.TestCase):
         cases = [("STORMGATE_GATEWAY", "gateway-host"), ("STORMGATE_GATEWAY", "h:70000"),
                  ("STORMGATE_SITE_ID", "40000"), ("STORMGATE_WORKER_INDEX", "-1"), ("STORMGATE_JOB", "x"),
                  ("STORMGATE_WEIGHT", "17"), ("STORMGATE_TIMEOUT", "0"), ("STORMGATE_TIMEOUT", "nan"),
-                 ("STORMGATE_CHUNK_BYTES", "12")]
+                 ("STORMGATE_CHUNK_BYTES", "12"), ("STORMGATE_PUSH_WINDOW_KB", "-1"),
+                 ("STORMGATE_PUSH_WINDOW_KB", "2000000")]
         for name, value in cases:
             saved = os.environ.get(name)
             os.environ[name] = value
@@ -207,6 +208,8 @@ class JobTest(unittest.TestCase):
         # The native layer checks what a caller passes directly.
         with self.assertRaisesRegex(ValueError, "gateway_node .* must be 1..32767, got 40000"):
             stormgate.Client(port=7400, gateway_node=40000)
+        with self.assertRaisesRegex(ValueError, "push_window_kb must be 0..1048576"):
+            stormgate.Client(port=7400, push_window_kb=2000000)
 
 
 class TorchTest(unittest.TestCase):
