@@ -23,7 +23,7 @@ STORMGATE_TIMEOUT=60 (seconds), STORMGATE_TOKEN_FILE (the gateway's job.token_fi
 plain LTP, which a gateway with a token refuses), STORMGATE_WORKERS (workers per site; set and
 > 0: the worker announces the job to the gateway, which then needs no job in its config; unset
 or 0: the gateway's config holds the job), STORMGATE_WEIGHT=1 (an announced job's WAN share,
-1..16), STORMGATE_PUSH_WINDOW_KB=256 (KiB of the push in flight to the gateway; 0: paced by a
+1..16), STORMGATE_PUSH_WINDOW_KB=64 (KiB of the push in flight to the gateway; 0: paced by a
 rate model).
 """
 import importlib
@@ -95,7 +95,7 @@ class Client:
 
     def __init__(self, host="127.0.0.1", port=7400, worker_index=0, gateway_node=1, job=1,
                  chunk_bytes=1344, timeout=60.0, first_round=1, token_file="", model_floats=None,
-                 workers=0, weight=1, exact=False, push_window_kb=256):
+                 workers=0, weight=1, exact=False, push_window_kb=64):
         """model_floats: the gateway's job.model_bytes / 4; when given, every buffer's element
         count is checked against it before anything is sent (else a wrong size shows up as an
         error from the gateway).
@@ -137,7 +137,7 @@ class Client:
                   token_file=os.environ.get("STORMGATE_TOKEN_FILE", ""),
                   workers=_env_int("STORMGATE_WORKERS", 0, 0, 4096),
                   weight=_env_int("STORMGATE_WEIGHT", 1, 1, 16),
-                  push_window_kb=_env_int("STORMGATE_PUSH_WINDOW_KB", 256, 0, 1 << 20))
+                  push_window_kb=_env_int("STORMGATE_PUSH_WINDOW_KB", 64, 0, 1 << 20))
         kw.update(overrides)
         return cls(**kw)
 
