@@ -83,8 +83,8 @@ struct WorkerOptions {
   // LAN of microseconds learns the rate of whatever stalled it (a busy gateway or host) and
   // keeps it: 16 MB pushes took 1.7x as long on the testbed. 64 KiB is 10 Gbit/s per worker at
   // a 50 us round trip, and keeps a gateway engine that also paces the WAN from taking its
-  // workers' pushes in bursts that delay its WAN ACKs (256 KiB: rounds 13% slower on `lossy`).
-  // 0..1048576 (1 GiB).
+  // workers' pushes in bursts that delay its WAN ACKs (256 KiB: rounds 12% slower on `lossy`
+  // with int8). 0..1048576 (1 GiB).
   uint32_t push_window_kb = 64;
 };
 
