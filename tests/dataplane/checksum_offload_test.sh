@@ -7,29 +7,19 @@
 #   checksum_offload_test.sh STORMGATE_BINARY SOURCE_ROOT
 set -uo pipefail
 BIN="$1"; ROOT="$2"
+# shellcheck source=../support/lone_gateway.sh
+source "$ROOT/tests/support/lone_gateway.sh"
 ns="sgck$$"; prefix="sgck$$"; tmp="$(mktemp -d)"
 cleanup() { [[ -n "${gw:-}" ]] && kill -9 "$gw" 2>/dev/null; ip netns del "$ns" 2>/dev/null; rm -rf "$tmp" "/var/run/dpdk/$prefix"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; cat "$tmp/gw.log" 2>/dev/null; exit 1; }
 [[ $(id -u) == 0 ]] || { echo "SKIP: needs root (network namespace)"; exit 77; }
 
-cat > "$tmp/gw.yaml" <<YAML
-site: {id: 2, name: offload}
-ports:
-  - {name: t0, vdev: "net_tap0,iface=sgck0", ipv4: 10.55.0.1, mac: "02:00:00:00:00:01"}
-peers:
-  - {id: 1, name: kernel, address: 10.55.0.2, mac: "02:00:00:00:00:02"}
-telemetry: {stats_interval_ms: 0}
-dataplane: {mbufs: 4095}
-job: {id: 1, model_bytes: 65536, workers: 0, round_timeout_ms: 300}
-security: {key_file: $tmp/wan.key}
-YAML
+lone_gateway_yaml "$tmp/gw.yaml" offload "net_tap0,iface=sgck0" 10.55.0 1 "security: {key_file: $tmp/wan.key}"
 "$BIN" --keygen "$tmp/wan.key" > /dev/null || fail "keygen"
 ip netns add "$ns" || fail "cannot create a network namespace"
-ip netns exec "$ns" "$BIN" -l 0-1 --no-huge --no-pci -m 128 --file-prefix "$prefix" --log-level='*:warning' \
-  --log-level='stormgate.dataplane:debug' -- --config "$tmp/gw.yaml" --duration 6 > "$tmp/gw.log" 2>&1 &
-gw=$!
-for _ in $(seq 50); do ip netns exec "$ns" ip link show sgck0 >/dev/null 2>&1 && grep -q running "$tmp/gw.log" && break; sleep 0.1; done
+lone_gateway_start "$ns" "$BIN" "$prefix" "$tmp/gw.yaml" "$tmp/gw.log" 6 --log-level='stormgate.dataplane:debug'
+for _ in $(seq 50); do ip netns exec "$ns" ip link show sgck0 >/dev/null 2>&1 && break; sleep 0.1; done
 grep -q "checksum offload: TX IPv4 on, TX UDP on, RX on" "$tmp/gw.log" || fail "net_tap did not offer the offloads"
 ip netns exec "$ns" ip link set sgck0 address 02:00:00:00:00:02
 ip netns exec "$ns" ip addr add 10.55.0.2/24 dev sgck0

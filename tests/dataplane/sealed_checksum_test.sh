@@ -8,6 +8,8 @@
 #   sealed_checksum_test.sh STORMGATE_BINARY SOURCE_ROOT
 set -uo pipefail
 BIN="$1"; ROOT="$2"
+# shellcheck source=../support/lone_gateway.sh
+source "$ROOT/tests/support/lone_gateway.sh"
 ns="sgsc$$"; prefix="sgsc$$"; tmp="$(mktemp -d)"; gw=""
 cleanup() { [[ -n "$gw" ]] && kill -9 "$gw" 2>/dev/null; ip netns del "$ns" 2>/dev/null; rm -rf "$tmp" "/var/run/dpdk/$prefix"; }
 trap cleanup EXIT
@@ -27,21 +29,8 @@ ip -n "$ns" link set sgsc0 up && ip -n "$ns" link set sgsc1 up || fail "links up
 run() {  # run sealed|plain -> the capture's line "udp_frames N valid V no_udp_checksum Z"
   local security="security: {key_file: $tmp/wan.key}"
   [[ $1 == plain ]] && security="security: {mode: plain}"
-  cat > "$tmp/gw.yaml" <<YAML
-site: {id: 2, name: checksums}
-ports:
-  - {name: p0, vdev: "net_af_packet0,iface=sgsc0", ipv4: 10.56.0.1, mac: "02:00:00:00:00:01"}
-peers:
-  - {id: 1, name: kernel, address: 10.56.0.2, mac: "02:00:00:00:00:02"}
-telemetry: {stats_interval_ms: 0}
-dataplane: {mbufs: 4095}
-job: {id: 1, model_bytes: 65536, workers: 0, round_timeout_ms: 300}
-$security
-YAML
-  ip netns exec "$ns" "$BIN" -l 0-1 --no-huge --no-pci -m 128 --file-prefix "$prefix" --log-level='*:warning' -- \
-    --config "$tmp/gw.yaml" --duration 4 > "$tmp/gw.log" 2>&1 &
-  gw=$!
-  for _ in $(seq 50); do grep -q running "$tmp/gw.log" && break; sleep 0.1; done
+  lone_gateway_yaml "$tmp/gw.yaml" checksums "net_af_packet0,iface=sgsc0" 10.56.0 1 "$security"
+  lone_gateway_start "$ns" "$BIN" "$prefix" "$tmp/gw.yaml" "$tmp/gw.log" 4
   ip netns exec "$ns" python3 "$ROOT/tests/dataplane/checksum_offload.py" capture sgsc1 1.5
   wait "$gw"; local rc=$?; gw=""
   [[ $rc == 0 ]] || fail "gateway ($1) exit $rc"

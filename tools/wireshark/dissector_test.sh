@@ -9,6 +9,8 @@
 #   dissector_test.sh LTPGEN STORMGATE SOURCE_ROOT
 set -uo pipefail
 LTPGEN="$1"; BIN="$2"; ROOT="$3"
+# shellcheck source=../../tests/support/lone_gateway.sh
+source "$ROOT/tests/support/lone_gateway.sh"
 LUA="$ROOT/tools/wireshark/stormgate_ltp.lua"
 tmp="$(mktemp -d)"; ns="sgws$$"; prefix="sgws$$"; gw=""
 cleanup() { [[ -n "$gw" ]] && kill -9 "$gw" 2>/dev/null; ip netns del "$ns" 2>/dev/null; rm -rf "$tmp" "/var/run/dpdk/$prefix"; }
@@ -46,22 +48,10 @@ ts -r "$tmp/gen.pcap" -Y 'stormgate_ltp.type == 6' -T fields -e stormgate_ltp.pr
 
 # 2. A running gateway's traffic.
 if [[ $(id -u) != 0 ]]; then echo "SKIP part 2: needs root"; exit 0; fi
-cat > "$tmp/gw.yaml" <<YAML
-site: {id: 2, name: wireshark}
-ports:
-  - {name: t0, vdev: "net_tap0,iface=sgws0", ipv4: 10.56.0.1, mac: "02:00:00:00:00:01"}
-peers:
-  - {id: 1, name: kernel, address: 10.56.0.2, mac: "02:00:00:00:00:02"}
-telemetry: {stats_interval_ms: 0}
-dataplane: {mbufs: 4095}
-job: {id: 5, model_bytes: 65536, workers: 0, round_timeout_ms: 300}
-security: {key_file: $tmp/wan.key}
-YAML
+lone_gateway_yaml "$tmp/gw.yaml" wireshark "net_tap0,iface=sgws0" 10.56.0 5 "security: {key_file: $tmp/wan.key}"
 ip netns add "$ns" || fail "netns"
-ip netns exec "$ns" "$BIN" -l 0-1 --no-huge --no-pci -m 128 --file-prefix "$prefix" --log-level='*:warning' -- \
-  --config "$tmp/gw.yaml" --duration 5 > "$tmp/gw.log" 2>&1 &
-gw=$!
-for _ in $(seq 50); do ip netns exec "$ns" ip link show sgws0 >/dev/null 2>&1 && grep -q running "$tmp/gw.log" && break; sleep 0.1; done
+lone_gateway_start "$ns" "$BIN" "$prefix" "$tmp/gw.yaml" "$tmp/gw.log" 5
+for _ in $(seq 50); do ip netns exec "$ns" ip link show sgws0 >/dev/null 2>&1 && break; sleep 0.1; done
 ip netns exec "$ns" ip link set sgws0 address 02:00:00:00:00:02
 ip netns exec "$ns" ip addr add 10.56.0.2/24 dev sgws0
 ip netns exec "$ns" ip link set sgws0 up
