@@ -132,6 +132,17 @@ int sg_worker_allreduce_streaming_typed(sg_worker* w, void* data, size_t n, int 
   return call(w, data, n, dtype, round, timeout_ms, true);
 }
 
+int sg_worker_set_push_window_kb(sg_worker* w, uint32_t kb) {
+  if (!w) return SG_ERR_INVALID_ARGUMENT;
+  if (!w->w) {
+    w->error = "worker not open";
+    return SG_ERR_INVALID_ARGUMENT;
+  }
+  const auto s = w->w->set_push_window_kb(kb);
+  w->error = s.message;
+  return static_cast<int>(s.code);
+}
+
 void sg_worker_make_ready(sg_worker* w, size_t elements) {
   if (w && w->w) w->w->make_ready(elements);
 }

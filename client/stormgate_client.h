@@ -89,6 +89,10 @@ int sg_worker_allreduce_streaming(sg_worker* w, float* data, size_t n, uint32_t 
 int sg_worker_allreduce_typed(sg_worker* w, void* data, size_t n, int dtype, uint32_t round, uint32_t timeout_ms);
 int sg_worker_allreduce_streaming_typed(sg_worker* w, void* data, size_t n, int dtype, uint32_t round,
                                         uint32_t timeout_ms);
+/* Between rounds: KiB of the push in flight to the gateway from the next round on (default 64;
+ * 0: paced by a rate model instead; at most 1048576). SG_ERR_INVALID_ARGUMENT beyond, nothing
+ * changed. The C++ and Python clients set it with their options (push_window_kb). */
+int sg_worker_set_push_window_kb(sg_worker* w, uint32_t kb);
 void sg_worker_make_ready(sg_worker* w, size_t elements);
 /* Before starting the thread of the next streaming call: forgets a make_ready that reached the
  * last call after it had returned (it would release the next push before its values are written). */

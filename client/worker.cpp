@@ -330,15 +330,9 @@ Worker::Worker(const WorkerOptions& opts) : opts_(opts), impl_(std::make_unique<
     fail(ErrorCode::kInvalidArgument, "gateway_port (the gateway's transport.udp_port) must be 1..65535, got 0");
     return;
   }
-  if (opts_.push_window_kb > kMaxPushWindowKb) {
-    fail(ErrorCode::kInvalidArgument, "push_window_kb must be 0..1048576 (KiB in flight to the gateway; 0: paced "
-                                      "by a rate model), got " + std::to_string(opts_.push_window_kb));
+  if (Status st = set_push_window_kb(opts_.push_window_kb); !st.ok()) {
+    fail(st.code, st.message);
     return;
-  }
-  if (opts_.push_window_kb > 0) {
-    ltp::WindowConfig wc;
-    wc.max_window = static_cast<uint64_t>(opts_.push_window_kb) * 1024;
-    impl_->window = std::make_unique<ltp::WindowController>(wc);
   }
   if (opts_.weight < 1 || opts_.weight > kMaxWeight) {
     fail(ErrorCode::kInvalidArgument, "weight must be 1..16 (the job's share of the WAN), got " +
@@ -395,6 +389,21 @@ Worker::Worker(const WorkerOptions& opts) : opts_(opts), impl_(std::make_unique<
 
 Worker::~Worker() {
   if (impl_) leave();
+}
+
+Status Worker::set_push_window_kb(uint32_t kb) {
+  if (kb > kMaxPushWindowKb)
+    return {ErrorCode::kInvalidArgument, "push_window_kb must be 0..1048576 (KiB in flight to the gateway; 0: paced "
+                                         "by a rate model), got " + std::to_string(kb)};
+  opts_.push_window_kb = kb;
+  impl_->window.reset();
+  if (kb > 0) {
+    ltp::WindowConfig wc;
+    wc.max_window = static_cast<uint64_t>(kb) * 1024;
+    impl_->window = std::make_unique<ltp::WindowController>(wc);
+  }
+  impl_->push.reset();  // the next round's sender is made with this controller
+  return {};
 }
 
 void Worker::leave() {
@@ -480,6 +489,8 @@ Status Worker::ensure_job(size_t n, Dtype dtype, Nanos deadline, Nanos timeout, 
         }
       }
       if (r < static_cast<int>(kBatch)) break;
+      m.recv->poll(now, m.result, *m.tx);  // the batch's ACK now: more may be queued behind it
+      m.sock.flush();
     }
     now = monotonic_now();
     if (streaming && m.cancelled.load(std::memory_order_acquire))
@@ -602,6 +613,11 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
     // down_early_close). On the LAN a lost chunk costs the gateway's RTO, and a pause is far
     // more often this process not running (a busy training host) than a lost packet.
     rc.early_close.enabled = false;
+    // One ACK per receive batch (up to kBatch chunks; the loop below polls after each full
+    // one), not one per two chunks: each ACK is a packet the gateway's engine takes, parses
+    // and feeds to its result sender. ACKing only once the socket was drained held the
+    // gateway's window shut through long bursts (continent: rounds 1.11x slower).
+    rc.ack_batch = true;
     m.recv = std::make_unique<ltp::Receiver>(rc);
     m.chunks = chunks;
   }
@@ -670,6 +686,8 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
         }
       }
       if (r < static_cast<int>(kBatch)) break;
+      m.recv->poll(now, m.result, *m.tx);  // the batch's ACK now: more may be queued behind it
+      m.sock.flush();
     }
     now = monotonic_now();
     if (streaming && m.cancelled.load(std::memory_order_acquire)) {

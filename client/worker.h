@@ -152,6 +152,11 @@ class Worker {
   // calls it. Nothing to do for a worker that does not announce.
   void leave();
 
+  // Between rounds (no call running): the push's window from the next round on, as
+  // WorkerOptions::push_window_kb (0: the rate model). kInvalidArgument beyond 1 GiB, nothing
+  // changed. For callers that set options after opening (the C ABI's options have no room).
+  Status set_push_window_kb(uint32_t kb);
+
   const WorkerStats& stats() const;
   const WorkerOptions& options() const { return opts_; }
   std::string gateway_address() const;

@@ -409,6 +409,14 @@ TEST(Client, CAbiRoundTripAndErrors) {
   sg_worker_make_ready(w, h.size());
   EXPECT_EQ(sg_worker_allreduce_streaming(w, h.data(), h.size(), 3, 5000), SG_OK) << sg_worker_last_error(w);
   EXPECT_EQ(h[999], 0.5f);
+  // The push's window, set between rounds; out of range is refused and changes nothing.
+  EXPECT_EQ(sg_worker_set_push_window_kb(w, 2000000), SG_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sg_worker_last_error(w)).find("push_window_kb"), std::string::npos);
+  EXPECT_EQ(sg_worker_set_push_window_kb(w, 0), SG_OK) << sg_worker_last_error(w);
+  std::vector<float> k(1000, 0.75f);
+  EXPECT_EQ(sg_worker_allreduce(w, k.data(), k.size(), 4, 5000), SG_OK) << sg_worker_last_error(w);
+  EXPECT_EQ(k[999], 0.75f);
+  EXPECT_EQ(sg_worker_set_push_window_kb(nullptr, 64), SG_ERR_INVALID_ARGUMENT);
   sg_worker_close(w);
 }
 
@@ -466,8 +474,9 @@ TEST(ClientJob, PushWindowIsChecked) {
   EXPECT_TRUE(Worker(o).status().ok());
 }
 
-// Distinct chunks of one push that reach a gateway that never answers, within `wait`.
-uint32_t chunks_sent_unanswered(uint32_t window_kb, Nanos wait) {
+// Distinct chunks of one push that reach a gateway that never answers, within `wait`; the
+// window set in the options, or after opening (set_push_window_kb).
+uint32_t chunks_sent_unanswered(uint32_t window_kb, Nanos wait, bool set_after_open = false) {
   uint16_t port = 0;
   int sink = loopback_udp(&port);
   EXPECT_GE(sink, 0);
@@ -497,9 +506,10 @@ uint32_t chunks_sent_unanswered(uint32_t window_kb, Nanos wait) {
   });
   {
     WorkerOptions o = opts_for(port, 0);
-    o.push_window_kb = window_kb;
+    if (!set_after_open) o.push_window_kb = window_kb;
     Worker w(o);
     EXPECT_TRUE(w.status().ok()) << w.status().message;
+    if (set_after_open) EXPECT_TRUE(w.set_push_window_kb(window_kb).ok());
     std::vector<float> g(2000 * 1344 / 4, 1.0f);  // 2,000 chunks
     EXPECT_EQ(w.allreduce(g.data(), g.size(), 1, wait).code, ErrorCode::kTimeout);
   }
@@ -521,6 +531,10 @@ TEST(Client, PushStopsAtItsWindowWithoutAcks) {
   // on a loaded host); 368 fit the window.
   EXPECT_GE(large, 64u);
   EXPECT_LE(large, 391u);
+  // Set after opening (as the C ABI does): the same bounds.
+  const uint32_t later = chunks_sent_unanswered(512, 150 * kMilli, true);
+  EXPECT_GE(later, 64u);
+  EXPECT_LE(later, 391u);
 }
 
 // The stub holds no job (it drops every push) until a join: announcing workers register it

@@ -122,6 +122,7 @@ class ResultSide final : public ltp::ReceiverSink, public ltp::PacketSink {
     c.max_chunks = chunks;
     c.max_transfers = 4;
     c.max_jobs = 1;
+    c.ack_batch = true;  // as the client's workers (client/worker.cpp): one ACK per receive pass
     return c;
   }
   ltp::Receiver rx_;
