@@ -17,13 +17,19 @@ Figures (last line):
                                       gloo f32's, same step count
   replicas_identical_<profile>        whether every site ended every run of the profile with
                                       bit-identical parameters (all-reduce must)
+  bubbles_up_f32_<profile>            chunks Early Close gave up on their way up the trees during
+                                      stormgate f32's training, summed over the gateways' exit
+                                      reports (0: every round was the exact mean), with
+                                      early_closed_transfers_f32_<profile>
   gateway_cpu_share_<profile>         CPU the gateways took during stormgate f32's training, as
                                       a share of the machine (on this 2-core box they share
                                       the CPUs with the training processes)
 Plots (PNG): validation loss against wall time per profile, in perf/results (full runs)."""
 import argparse
+import glob
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -78,14 +84,46 @@ class GatewayCpu:
         return cpu_s / (self.wall * (os.cpu_count() or 1)) if self.wall > 0 else 0.0
 
 
+GATEWAY_JOB_LINE = re.compile(r"job \d+: (\d+) rounds of \d+ bytes, .*early closes (\d+), bubbles up (\d+) down (\d+)")
+
+
+def early_close_counts(tb_dir):
+    """What Early Close gave up over a run, summed over the sites' gateways (their exit reports):
+    (rounds, transfers closed early, chunks given up going up, going down); None if unreadable."""
+    total = [0, 0, 0, 0]
+    logs = glob.glob(os.path.join(tb_dir, "gateway-*.log")) if tb_dir else []
+    for path in logs:
+        with open(path, errors="replace") as f:
+            m = None
+            for line in f:
+                m = GATEWAY_JOB_LINE.search(line) or m
+        if not m:
+            return None
+        total = [t + int(v) for t, v in zip(total, m.groups())]
+    return tuple(total) if logs else None
+
+
 def train(a, label, backend, codec, tmp):
     """One training on a fresh testbed; returns rank 0's per-epoch records."""
     a.config_extra = tbs.compression_yaml(codec, tmp) if backend == "stormgate" else ""
     gateway = "stormgate" if backend == "stormgate" else "router"
     out = os.path.join(tmp, label + ".json")
-    with GatewayCpu() as cpu:
-        res = td.testbed_run(a, backend, gateway, out, os.path.join(tmp, label + ".progress"), label)
+    keep = os.environ.get("SG_TB_KEEP_LOGS")
+    os.environ["SG_TB_KEEP_LOGS"] = "1" if backend == "stormgate" else (keep or "0")  # for the exit reports
+    try:
+        with GatewayCpu() as cpu:
+            res = td.testbed_run(a, backend, gateway, out, os.path.join(tmp, label + ".progress"), label)
+    finally:
+        if keep is None:
+            os.environ.pop("SG_TB_KEEP_LOGS", None)
+        else:
+            os.environ["SG_TB_KEEP_LOGS"] = keep
     res["gateway_cpu_share"] = cpu.share() if backend == "stormgate" else 0.0
+    tb_dir = res.get("testbed_dir", "")
+    if backend == "stormgate":
+        res["early_close"] = early_close_counts(tb_dir)
+        if tb_dir.startswith("/tmp/sg-") and not keep:
+            shutil.rmtree(tb_dir, ignore_errors=True)
     # Every site's replica at the end (each site's first worker writes its own result): in
     # all-reduce they must be bit-identical, whatever Early Close gave up on the way.
     digests = set()
@@ -179,6 +217,10 @@ def main():
                 print("   %.1f s, final validation loss %.4f, accuracy %.4f, the sites' replicas %s"
                       % (e["t"], e["val_loss"], e["acc"], "identical" if runs[label]["replicas_identical"] else "DIFFER"),
                       flush=True)
+                ec = runs[label].get("early_close")
+                if ec:
+                    print("   Early Close over %d site-rounds: %d transfers closed early, %d chunks given up going up, "
+                          "%d going down" % ec, flush=True)
             # gloo's wall time moves by 10% from run to run on this shared box: the speed-up is
             # the ratio of the medians of alternated pairs (stormgate f32, gloo f32).
             extra = {"stormgate f32": [], "gloo f32": []}
@@ -223,6 +265,9 @@ def main():
                     runs["stormgate int8"]["epochs"][-1]["val_loss"] / gloo_final, 4)
             res["final_loss_ratio_f32_vs_gloo_" + prof] = round(runs["stormgate f32"]["epochs"][-1]["val_loss"] / gloo_final, 4)
             res["gateway_cpu_share_" + prof] = round(runs["stormgate f32"]["gateway_cpu_share"], 3)
+            ec = runs["stormgate f32"].get("early_close")
+            if ec:  # what the f32 run's final loss owes to Early Close (0: the exact mean's)
+                res["early_closed_transfers_f32_" + prof], res["bubbles_up_f32_" + prof] = ec[1], ec[2]
             res["replicas_identical_" + prof] = all(r["replicas_identical"] for r in runs.values())
             res["runs_" + prof] = {k: [[round(e["t"], 2), round(e["val_loss"], 4)] for e in r["epochs"]] for k, r in runs.items()}
             if outdir and "gloo f32" in runs:

@@ -178,7 +178,8 @@ def run_worker(a):
         dist.destroy_process_group()
     # The replica's final parameters, bit for bit: in all-reduce every site must end with the same.
     digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
-    res = {"backend": a.backend, "world": world, "epochs": epochs, "total_s": total, "digest": digest}
+    res = {"backend": a.backend, "world": world, "epochs": epochs, "total_s": total, "digest": digest,
+           "testbed_dir": os.environ.get("SG_TB_DIR", "")}  # the gateways' logs, if the testbed keeps them
     if rank == 0 and a.out:
         with open(a.out, "w") as f:
             json.dump(res, f)
