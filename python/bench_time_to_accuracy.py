@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -108,21 +109,14 @@ def train(a, label, backend, codec, tmp):
     a.config_extra = tbs.compression_yaml(codec, tmp) if backend == "stormgate" else ""
     gateway = "stormgate" if backend == "stormgate" else "router"
     out = os.path.join(tmp, label + ".json")
-    keep = os.environ.get("SG_TB_KEEP_LOGS")
-    os.environ["SG_TB_KEEP_LOGS"] = "1" if backend == "stormgate" else (keep or "0")  # for the exit reports
-    try:
-        with GatewayCpu() as cpu:
-            res = td.testbed_run(a, backend, gateway, out, os.path.join(tmp, label + ".progress"), label)
-    finally:
-        if keep is None:
-            os.environ.pop("SG_TB_KEEP_LOGS", None)
-        else:
-            os.environ["SG_TB_KEEP_LOGS"] = keep
+    with GatewayCpu() as cpu:  # a stormgate run keeps its logs for the gateways' exit reports
+        res = td.testbed_run(a, backend, gateway, out, os.path.join(tmp, label + ".progress"), label,
+                             keep_logs=backend == "stormgate")
     res["gateway_cpu_share"] = cpu.share() if backend == "stormgate" else 0.0
     tb_dir = res.get("testbed_dir", "")
     if backend == "stormgate":
         res["early_close"] = early_close_counts(tb_dir)
-        if tb_dir.startswith("/tmp/sg-") and not keep:
+        if tb_dir.startswith("/tmp/sg-") and os.environ.get("SG_TB_KEEP_LOGS") != "1":
             shutil.rmtree(tb_dir, ignore_errors=True)
     # Every site's replica at the end (each site's first worker writes its own result): in
     # all-reduce they must be bit-identical, whatever Early Close gave up on the way.
@@ -148,12 +142,6 @@ def time_to(epochs, target):
             return prev_t + f * (e["t"] - prev_t)
         prev_t, prev_l = e["t"], e["val_loss"]
     return float("inf")
-
-
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
 def plot(runs, prof, path):
@@ -248,7 +236,7 @@ def main():
                 print("alternated pairs, time to target (s): stormgate f32 %s, gloo f32 %s" % (
                     ", ".join("%.1f" % t for t in each["stormgate f32"]), ", ".join("%.1f" % t for t in each["gloo f32"])))
                 for k in extra:
-                    tta[k] = median(each[k])
+                    tta[k] = statistics.median(each[k])
                 res["tta_pairs_" + prof] = [[round(s_, 2), round(g, 2)] for s_, g in zip(each["stormgate f32"], each["gloo f32"])]
                 print("medians: stormgate f32 %.1f s, gloo f32 %.1f s" % (tta["stormgate f32"], tta["gloo f32"]))
             if tta["stormgate f32"] < float("inf") and "gloo f32" in tta:

@@ -279,8 +279,9 @@ def run_sim(a):
 
 
 # --------------------------------------------------------------------------- demo
-def testbed_run(a, backend, gateway, out, progress, label):
-    """Runs one training on a fresh testbed; streams rank 0's epoch lines. Returns the result."""
+def testbed_run(a, backend, gateway, out, progress, label, keep_logs=False):
+    """Runs one training on a fresh testbed; streams rank 0's epoch lines. Returns the result
+    (its testbed_dir: the testbed's logs, kept with keep_logs)."""
     worker = ("/usr/bin/python3 %s worker --backend %s --epochs %d --batch %d --hidden %d --lr %g --seed %d "
               "--out %s --progress %s --timeout %g --model %s --sync %s"
               % (os.path.abspath(__file__), backend, a.epochs, a.batch, a.hidden, a.lr, a.seed, out, progress,
@@ -294,6 +295,8 @@ def testbed_run(a, backend, gateway, out, progress, label):
         cmd += ["--wan", a.wan]
     if a.rotate:
         cmd += ["--rotate", str(a.rotate)]
+    if keep_logs:
+        cmd.append("--keep-logs")
     if gateway == "stormgate" and a.config_extra:
         cmd += ["--config-extra", a.config_extra]
     open(progress, "w").close()
