@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 #include <ctime>
+#include <optional>
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -292,6 +293,31 @@ struct Worker::Impl {
     return true;
   }
 
+  // Everything queued on the socket, a batch at a time: `each(i)` for datagram i of a batch;
+  // a Status it returns ends the drain and is returned (nullopt: go on). After every full
+  // batch the result's receiver, if there is one yet, ACKs what it took and the ACK goes out
+  // at once: more may be queued behind it. ECONNREFUSED (nothing listens yet: the gateway may
+  // still be starting) sets `refused` and ends the drain; any other error is returned.
+  template <class Each>
+  std::optional<Status> drain(Nanos& now, const std::string& gw, bool& refused, Each&& each) {
+    for (;;) {
+      const int r = sock.receive();
+      if (r < 0) {
+        if (sock.last_errno() != ECONNREFUSED)
+          return Status{ErrorCode::kSocket, "receive from gateway " + gw + ": " + std::strerror(sock.last_errno())};
+        refused = true;
+        return std::nullopt;
+      }
+      if (r == 0) return std::nullopt;
+      now = monotonic_now();
+      for (int i = 0; i < r; ++i)
+        if (std::optional<Status> s = each(i)) return s;
+      if (r < static_cast<int>(kBatch)) return std::nullopt;
+      if (recv) recv->poll(now, result, *tx);
+      sock.flush();
+    }
+  }
+
   // One JOB message to the gateway, sealed like everything else when there is a token.
   void send_job(uint16_t self, uint16_t gateway_node, wire::JobOp op, const wire::JobSpec& spec) {
     uint8_t buf[sizeof(wire::JobHeader)];
@@ -454,44 +480,31 @@ Status Worker::ensure_job(size_t n, Dtype dtype, Nanos deadline, Nanos timeout, 
       m.last_join = now;
       next_join = now + kJoinEvery;
     }
-    for (;;) {
-      const int r = m.sock.receive();
-      if (r < 0) {
-        if (m.sock.last_errno() == ECONNREFUSED) {
-          icmp_refused = true;  // nothing listens (yet): keep trying until the deadline
-          break;
+    const std::optional<Status> verdict = m.drain(now, gw, icmp_refused, [&](int i) -> std::optional<Status> {
+      std::span<const uint8_t> msg;
+      wire::CommonInfo c;
+      // Only JOB messages matter here; leftovers of an earlier round are dropped.
+      if (!m.take(i, opts_.gateway_node, msg, c) || c.type != wire::MsgType::kJob || !m.on_job(msg, opts_.job))
+        return std::nullopt;
+      switch (m.reply_status) {
+        case wire::JobStatus::kRunning: {
+          // The gateway's definition, when it sends one, must be ours.
+          const std::string diff = m.reply_spec.model_bytes ? wire::job_spec_difference(m.reply_spec, spec) : "";
+          if (!diff.empty()) return Status{ErrorCode::kRejected, "gateway " + gw + " runs " + job + " with " + diff};
+          m.job_running = true;
+          m.admitted = true;
+          m.stats.last_register_seconds = sg::seconds(monotonic_now() - asked);
+          return Status{};
         }
-        return {ErrorCode::kSocket, "receive from gateway " + gw + ": " + std::strerror(m.sock.last_errno())};
+        case wire::JobStatus::kRefused:
+          if (!m.admitted) m.joined = false;  // never admitted: nothing to leave
+          return Status{ErrorCode::kRejected, "gateway " + gw + " refused " + job + ": " +
+                                                  (m.reply_text.empty() ? std::string("no reason given") : m.reply_text)};
+        default:  // pending, or ended (the gateway forgot it): keep registering
+          return std::nullopt;
       }
-      for (int i = 0; i < r; ++i) {
-        std::span<const uint8_t> msg;
-        wire::CommonInfo c;
-        // Only JOB messages matter here; leftovers of an earlier round are dropped.
-        if (!m.take(i, opts_.gateway_node, msg, c) || c.type != wire::MsgType::kJob || !m.on_job(msg, opts_.job))
-          continue;
-        switch (m.reply_status) {
-          case wire::JobStatus::kRunning: {
-            // The gateway's definition, when it sends one, must be ours.
-            const std::string diff = m.reply_spec.model_bytes ? wire::job_spec_difference(m.reply_spec, spec) : "";
-            if (!diff.empty())
-              return {ErrorCode::kRejected, "gateway " + gw + " runs " + job + " with " + diff};
-            m.job_running = true;
-            m.admitted = true;
-            m.stats.last_register_seconds = sg::seconds(monotonic_now() - asked);
-            return {};
-          }
-          case wire::JobStatus::kRefused:
-            if (!m.admitted) m.joined = false;  // never admitted: nothing to leave
-            return {ErrorCode::kRejected, "gateway " + gw + " refused " + job + ": " +
-                                              (m.reply_text.empty() ? std::string("no reason given") : m.reply_text)};
-          default:  // pending, or ended (the gateway forgot it): keep registering
-            break;
-        }
-      }
-      if (r < static_cast<int>(kBatch)) break;
-      m.recv->poll(now, m.result, *m.tx);  // the batch's ACK now: more may be queued behind it
-      m.sock.flush();
-    }
+    });
+    if (verdict) return *verdict;
     now = monotonic_now();
     if (streaming && m.cancelled.load(std::memory_order_acquire))
       return {ErrorCode::kInvalidArgument, job + " registration cancelled by the caller"};
@@ -661,34 +674,21 @@ Status Worker::run(const void* in_v, void* out_v, size_t n, Dtype dtype, uint32_
   bool refused_seen = false;
   for (;;) {
     // Everything that arrived, then the timers, then one batched send.
-    for (;;) {
-      const int r = m.sock.receive();
-      if (r < 0) {
-        if (m.sock.last_errno() == ECONNREFUSED) {
-          refused_seen = true;  // the gateway may still be starting: keep trying until the deadline
-          break;
-        }
-        return {ErrorCode::kSocket, "receive from gateway " + gw + ": " + std::strerror(m.sock.last_errno())};
-      }
-      if (r == 0) break;
-      now = monotonic_now();
-      for (int i = 0; i < r; ++i) {
-        std::span<const uint8_t> msg;
-        wire::CommonInfo c;
-        if (!m.take(i, opts_.gateway_node, msg, c)) continue;  // with a token: only what the gateway sealed
-        if (c.type == wire::MsgType::kData) {
-          m.recv->on_packet(msg, now, m.result, *m.tx);
-        } else if (c.type == wire::MsgType::kJob) {
-          // A late reply to a kJoin: kept for the timeout's message, never part of the round.
-          m.on_job(msg, opts_.job);
-        } else {
-          m.push->on_packet(msg, now);
-        }
-      }
-      if (r < static_cast<int>(kBatch)) break;
-      m.recv->poll(now, m.result, *m.tx);  // the batch's ACK now: more may be queued behind it
-      m.sock.flush();
-    }
+    if (std::optional<Status> err = m.drain(now, gw, refused_seen, [&](int i) -> std::optional<Status> {
+          std::span<const uint8_t> msg;
+          wire::CommonInfo c;
+          if (!m.take(i, opts_.gateway_node, msg, c)) return std::nullopt;  // with a token: only what the gateway sealed
+          if (c.type == wire::MsgType::kData) {
+            m.recv->on_packet(msg, now, m.result, *m.tx);
+          } else if (c.type == wire::MsgType::kJob) {
+            // A late reply to a kJoin: kept for the timeout's message, never part of the round.
+            m.on_job(msg, opts_.job);
+          } else {
+            m.push->on_packet(msg, now);
+          }
+          return std::nullopt;
+        }))
+      return *err;
     now = monotonic_now();
     if (streaming && m.cancelled.load(std::memory_order_acquire)) {
       m.push.reset();  // a fresh sender next time

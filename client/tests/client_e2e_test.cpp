@@ -509,7 +509,9 @@ uint32_t chunks_sent_unanswered(uint32_t window_kb, Nanos wait, bool set_after_o
     if (!set_after_open) o.push_window_kb = window_kb;
     Worker w(o);
     EXPECT_TRUE(w.status().ok()) << w.status().message;
-    if (set_after_open) EXPECT_TRUE(w.set_push_window_kb(window_kb).ok());
+    if (set_after_open) {
+      EXPECT_TRUE(w.set_push_window_kb(window_kb).ok());
+    }
     std::vector<float> g(2000 * 1344 / 4, 1.0f);  // 2,000 chunks
     EXPECT_EQ(w.allreduce(g.data(), g.size(), 1, wait).code, ErrorCode::kTimeout);
   }
@@ -821,6 +823,31 @@ TEST(ClientJob, MalformedRepliesAreDroppedAndCounted) {
   EXPECT_NE(r.message.find("refused job 1: no room"), std::string::npos) << r.message;
   EXPECT_EQ(w.stats().job_replies_bad, 2u);
   EXPECT_EQ(w.stats().job_replies, 1u);
+}
+
+// More than a receive batch of datagrams queued before the first round: the registration
+// drains them batch by batch (before the first round there is no result receiver to ACK
+// for; it once dereferenced one after every full batch) and still finds the verdict.
+TEST(ClientJob, AQueueLongerThanABatchBeforeTheFirstRoundIsDrained) {
+  FakeGateway fake;
+  Worker w(announcing(fake.port, 0, 1));
+  ASSERT_TRUE(w.status().ok()) << w.status().message;
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(w.local_port());
+  const auto other_job = job_reply(2, wire::JobStatus::kRunning, "");
+  constexpr int kQueued = 150;  // two full batches and part of a third
+  for (int i = 0; i < kQueued; ++i)
+    ASSERT_EQ(sendto(fake.fd, other_job.data(), other_job.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)),
+              static_cast<ssize_t>(other_job.size()));
+  auto th = fake.answer({job_reply(1, wire::JobStatus::kRefused, "no room")});
+  std::vector<float> g(1000, 1.0f);
+  auto r = w.allreduce(g.data(), g.size(), 1, 5 * kSecond);
+  th.join();
+  EXPECT_EQ(r.code, ErrorCode::kRejected) << r.message;
+  EXPECT_NE(r.message.find("refused job 1: no room"), std::string::npos) << r.message;
+  EXPECT_EQ(w.stats().job_replies_bad, static_cast<uint64_t>(kQueued));
 }
 
 TEST(ClientJob, WithATokenAPlainReplyIsRefused) {
