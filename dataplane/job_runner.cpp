@@ -253,9 +253,10 @@ void JobRunner::feed_local_st(Nanos now) {
 
 void JobRunner::maybe_switch_policy_st(uint32_t next_round) {
   if (!slot_) return;
-  const PolicySnapshot* p = slot_->peek_st();
-  // Switch only between rounds, and only at the round every gateway agreed on.
-  if (p && p->version > policy_ && next_round >= p->from_round) {
+  const PolicySnapshot* s = slot_->peek_st();
+  // Switch only between rounds, and only to the policy every gateway runs this round under.
+  const PolicySnapshot* p = s ? s->for_round(next_round) : nullptr;
+  if (p && p->version > policy_) {
     if (sync_->set_plan(p->plan, p->version)) {
       tx_.sprayer().set_plan(p->plan, sites_, self_);
       policy_ = p->version;

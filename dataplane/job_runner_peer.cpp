@@ -40,8 +40,9 @@ void JobRunner::make_peer(const topo::Plan& plan) {
 // A policy with new receivers, from the round every gateway agreed on.
 bool JobRunner::peer_switch_st(uint32_t next_round) {
   if (!slot_) return true;
-  const PolicySnapshot* p = slot_->peek_st();
-  if (!p || p->version <= policy_ || next_round < p->from_round) return true;
+  const PolicySnapshot* s = slot_->peek_st();
+  const PolicySnapshot* p = s ? s->for_round(next_round) : nullptr;
+  if (!p || p->version <= policy_) return true;
   if (!peer_->set_selection(selection_of(p->plan))) return false;
   policy_ = p->version;
   c_.policy_switches.add();

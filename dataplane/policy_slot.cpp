@@ -25,6 +25,13 @@ PolicySlot::~PolicySlot() {
 
 void PolicySlot::publish(std::unique_ptr<PolicySnapshot> p) {
   published_version_ = p->version;
+  p->earlier = history_;
+  auto copy = std::make_shared<PolicySnapshot>();
+  copy->version = p->version;
+  copy->from_round = p->from_round;
+  copy->plan = p->plan;
+  history_.push_back(std::move(copy));
+  if (history_.size() > PolicySnapshot::kEarlier) history_.erase(history_.begin());
   PolicySnapshot* old = current_.exchange(p.release(), std::memory_order_acq_rel);
   if (old) retired_.push_back({old, rte_rcu_qsbr_start(qsbr_)});
   reclaim();

@@ -20,6 +20,19 @@ struct PolicySnapshot {
   uint32_t version = 0;
   uint32_t from_round = 0;  // first round run under this plan; every gateway uses the same
   topo::Plan plan;
+  // Policies agreed before this one, oldest first (PolicySlot::publish fills it, the newest
+  // kEarlier): a switch may be agreed while the one before it has not come into force, and
+  // an engine that reaches that one's first round must still find it.
+  std::vector<std::shared_ptr<const PolicySnapshot>> earlier;
+  static constexpr size_t kEarlier = 8;
+  // The policy round r runs under: the newest whose first round is r or earlier (null: none
+  // of these; the engine keeps what it runs).
+  const PolicySnapshot* for_round(uint32_t r) const {
+    if (from_round <= r) return this;
+    for (auto it = earlier.rbegin(); it != earlier.rend(); ++it)
+      if ((*it)->from_round <= r) return it->get();
+    return nullptr;
+  }
 };
 
 class PolicySlot {
@@ -29,7 +42,7 @@ class PolicySlot {
   PolicySlot(const PolicySlot&) = delete;
   PolicySlot& operator=(const PolicySlot&) = delete;
 
-  // Control thread.
+  // Control thread. The new snapshot carries the ones published before it (`earlier`).
   void publish(std::unique_ptr<PolicySnapshot> p);
   // Frees retired snapshots whose grace period is over; returns how many remain retired.
   size_t reclaim();
@@ -49,6 +62,7 @@ class PolicySlot {
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::atomic<PolicySnapshot*> current_{nullptr};
   std::vector<Retired> retired_;
+  std::vector<std::shared_ptr<const PolicySnapshot>> history_;  // published, newest last (copies without `earlier`)
   uint32_t published_version_ = 0;
 };
 

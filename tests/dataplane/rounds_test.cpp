@@ -575,6 +575,64 @@ TEST(GatewayRounds, PublishedPolicyIsTakenAtTheSameRoundEverywhere) {
   EXPECT_TRUE(pool_full(tb.pool));
 }
 
+// Two switches agreed before the first of them comes into force (the control thread approves
+// rounds ahead of the engines; with control.switch_rounds_ahead 1 on a fluctuating WAN this
+// happened within a round): the engines must run round 3 under version 2 and round 4 under
+// version 3 everywhere. They once saw only the newest snapshot, skipped version 2, and a site
+// whose engine had already taken it ran round 3 under another plan than its peers.
+TEST(GatewayRounds, TwoPoliciesAgreedBeforeTheFirstComesIntoForceAreBothTaken) {
+  Testbed tb("p2", 0.0, 6, 128 * 1024);
+  PolicySlot slots[kSites];
+  for (int i = 0; i < kSites; ++i) tb.sites[i].job->attach_control(&slots[i], nullptr);
+  topo::Plan star = tb.plan;
+  star.shards.resize(1);
+  star.shards[0].byte_begin = 0;
+  star.shards[0].byte_end = star.model_bytes;
+  star.shards[0].root = kSites - 1;
+  star.shards[0].parent.assign(kSites, kSites - 1);
+  star.shards[0].parent[kSites - 1] = topo::kNoSite;
+  ASSERT_EQ(topo::validate(star), topo::PlanError::kOk);
+  for (int i = 0; i < kSites; ++i) {
+    auto v2 = std::make_unique<PolicySnapshot>();
+    v2->version = 2;
+    v2->from_round = 3;
+    v2->plan = star;
+    slots[i].publish(std::move(v2));
+    auto v3 = std::make_unique<PolicySnapshot>();
+    v3->version = 3;
+    v3->from_round = 4;
+    v3->plan = tb.plan;
+    slots[i].publish(std::move(v3));
+    const PolicySnapshot* p = slots[i].peek_st();
+    ASSERT_EQ(p->earlier.size(), 1u);
+    EXPECT_EQ(p->for_round(2), nullptr);
+    EXPECT_EQ(p->for_round(3)->version, 2u);
+    EXPECT_EQ(p->for_round(4)->version, 3u);
+    EXPECT_EQ(p->for_round(9)->version, 3u);
+  }
+  ASSERT_TRUE(tb.run(std::chrono::seconds(60)));
+  for (auto& s : tb.sites) {
+    const auto& c = s.job->counters();
+    EXPECT_EQ(c.rounds.get(), 6u);
+    EXPECT_EQ(c.policy_switches.get(), 2u) << s.cfg.site.name << ": round 3 under version 2, round 4 under 3";
+    EXPECT_EQ(c.policy_version.load(), 3u);
+    EXPECT_EQ(c.switch_round.load(), 4u);
+    EXPECT_EQ(c.values_exact.get(), c.values_checked.get()) << "no round mixed two policies";
+  }
+  // Only the newest snapshots are kept with a new one.
+  for (uint32_t v = 4; v < 4 + 2 * PolicySnapshot::kEarlier; ++v) {
+    auto snap = std::make_unique<PolicySnapshot>();
+    snap->version = v;
+    snap->from_round = 100 + v;
+    snap->plan = tb.plan;
+    slots[0].publish(std::move(snap));
+  }
+  EXPECT_EQ(slots[0].peek_st()->earlier.size(), PolicySnapshot::kEarlier);
+  for (auto& s : tb.sites) s.job->on_stop_st();
+  tb.shutdown();
+  EXPECT_TRUE(pool_full(tb.pool));
+}
+
 TEST(GatewayRounds, BothEnginesOfEveryGatewaySwitchPolicyAtTheAgreedRound) {
   // Shards split over two engines per gateway: a new policy (a two-shard star at the last
   // site, spread to 4 shards) from round 3 is taken by every engine of every gateway at round
