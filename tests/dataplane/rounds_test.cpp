@@ -531,19 +531,26 @@ TEST(GatewayRounds, LossyLinksStillFinishWithBubblesReported) {
   EXPECT_TRUE(pool_full(tb.pool)) << rte_mempool_avail_count(tb.pool) << " of " << tb.pool->size;
 }
 
-TEST(GatewayRounds, PublishedPolicyIsTakenAtTheSameRoundEverywhere) {
-  Testbed tb("d", 0.0, 6, 128 * 1024);
-  PolicySlot slots[kSites];
-  for (int i = 0; i < kSites; ++i) tb.sites[i].job->attach_control(&slots[i], nullptr);
-  // What the policy protocol hands every gateway once they agree: version 2 from round 4,
-  // a different tree (a star rooted at the last site) than the initial plan.
-  topo::Plan star = tb.plan;
+// The whole model as one shard, a star rooted at the last site: a tree other than the
+// initial plan's, for the policy-switch tests.
+topo::Plan one_shard_star(const topo::Plan& initial) {
+  topo::Plan star = initial;
   star.shards.resize(1);
   star.shards[0].byte_begin = 0;
   star.shards[0].byte_end = star.model_bytes;
   star.shards[0].root = kSites - 1;
   star.shards[0].parent.assign(kSites, kSites - 1);
   star.shards[0].parent[kSites - 1] = topo::kNoSite;
+  return star;
+}
+
+TEST(GatewayRounds, PublishedPolicyIsTakenAtTheSameRoundEverywhere) {
+  Testbed tb("d", 0.0, 6, 128 * 1024);
+  PolicySlot slots[kSites];
+  for (int i = 0; i < kSites; ++i) tb.sites[i].job->attach_control(&slots[i], nullptr);
+  // What the policy protocol hands every gateway once they agree: version 2 from round 4,
+  // a different tree (a star rooted at the last site) than the initial plan.
+  const topo::Plan star = one_shard_star(tb.plan);
   ASSERT_EQ(topo::validate(star), topo::PlanError::kOk);
   for (int i = 0; i < kSites; ++i) {
     auto snap = std::make_unique<PolicySnapshot>();
@@ -584,13 +591,7 @@ TEST(GatewayRounds, TwoPoliciesAgreedBeforeTheFirstComesIntoForceAreBothTaken) {
   Testbed tb("p2", 0.0, 6, 128 * 1024);
   PolicySlot slots[kSites];
   for (int i = 0; i < kSites; ++i) tb.sites[i].job->attach_control(&slots[i], nullptr);
-  topo::Plan star = tb.plan;
-  star.shards.resize(1);
-  star.shards[0].byte_begin = 0;
-  star.shards[0].byte_end = star.model_bytes;
-  star.shards[0].root = kSites - 1;
-  star.shards[0].parent.assign(kSites, kSites - 1);
-  star.shards[0].parent[kSites - 1] = topo::kNoSite;
+  const topo::Plan star = one_shard_star(tb.plan);
   ASSERT_EQ(topo::validate(star), topo::PlanError::kOk);
   for (int i = 0; i < kSites; ++i) {
     auto v2 = std::make_unique<PolicySnapshot>();
