@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "controller/controller.h"
+#include "sync/gateway_settings.h"
 #include "wire/path_id.h"
 #include "sync/hop_sample.h"
 #include "topology/baselines.h"
@@ -14,42 +15,10 @@
 
 namespace sg::dp {
 
-// The longest a receiver on a link between sites holds an ACK back (wan_receiver), and so
-// what its senders' timeouts allow for (wan_rate).
-constexpr Nanos kWanAckDelayMax = 2 * kMilli;
-
-ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg) {
-  ltp::ReceiverConfig r;
-  r.max_transfers = cfg.transport.max_transfers;
-  r.fill_rule = static_cast<ltp::FillRule>(cfg.transport.bubble_fill);
-  r.early_close.enabled = cfg.transport.early_close.enabled;
-  r.early_close.max_loss_fraction = cfg.transport.max_loss_fraction;
-  r.early_close.quiet_rtts = cfg.transport.early_close.quiet_rtts;
-  r.early_close.min_fraction = cfg.transport.early_close.min_fraction;
-  // Without it a descheduled peer gateway left a bubble in an exact round (testbed_selmcast
-  // under load: 1 chunk).
-  r.early_close.quiet_min = ltp::kSharedHostQuietFloor;
-  r.ack_batch = true;  // the engine polls the job after every burst (on_packet_st: next_wake_ = 0)
-  // A WAN link's share of a few thousand chunks a second got an ACK per chunk (each arrival
-  // came after ack_delay): about a tenth of the reverse path's bytes. Round trips between
-  // sites are milliseconds long, so waiting up to 2 ms for the second chunk costs nothing.
-  r.ack_delay_max = kWanAckDelayMax;
-  return r;
-}
-
 bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error) {
   // The controller's first plan: every gateway computes the same from the same configs.
   plan = controller::Controller(controller::controller_config(cfg)).initial_plan(&error);
   return !plan.shards.empty();
-}
-
-ltp::DeliveryRateConfig wan_rate(const config::GatewayConfig& cfg) {
-  ltp::DeliveryRateConfig r;
-  r.initial_rate = cfg.transport.initial_rate_mbit * 1e6 / 8;
-  // Its peers' receivers (wan_receiver) may hold an ACK this long: on the testbed's sub-ms
-  // paths a timeout of srtt + 4 rttvar (1 ms at least) fired while the ACK was only delayed.
-  r.peer_ack_delay = kWanAckDelayMax;
-  return r;
 }
 
 bool jobs_share_links(const config::GatewayConfig& cfg) {
@@ -61,27 +30,11 @@ JobRunner::JobRunner(const config::GatewayConfig& cfg, const topo::Plan& plan, u
     : cfg_(cfg), tx_(tx), sites_(job_sites(cfg)), role_(role) {
   for (size_t i = 0; i < sites_.size(); ++i)
     if (sites_[i] == cfg.site.id) self_ = static_cast<int>(i);
-  sync::SyncConfig sc;
-  sc.job = cfg.job.id;
-  sc.self_node = cfg.site.id;
-  sc.site_nodes = sites_;
-  sc.chunk_bytes = cfg.transport.chunk_bytes;
-  sc.receiver = wan_receiver(cfg);
-  sc.rate = wan_rate(cfg);
+  sync::SyncConfig sc = sync::site_sync_config(cfg, sites_);
   sc.link_shares = std::move(link_shares);
-  sc.share_links = false;  // the gateway's own shares (jobs_share_links), or none
-  sc.weight = cfg.job.weight;
-  sc.early_hold_packets = cfg.transport.early_hold_packets;
-  sc.reliable_baseline = cfg.transport.rate_controller == config::RateController::kAimd;
-  sc.down_early_close = cfg.transport.early_close.down;
-  sc.down_fill = static_cast<ltp::FillRule>(cfg.transport.bubble_fill);
-  sc.round_timeout = static_cast<Nanos>(cfg.job.round_timeout_ms) * kMilli;
   sc.seed = cfg.site.id * 31u + role.engine;
   sc.shard_engine = role.engine;
   sc.shard_engines = std::max<uint32_t>(role.engines, 1);
-  // Links compress as the policy's plan says (compression.mode always / adaptive).
-  sc.wire_compression = cfg.compression.mode != config::CompressionMode::kOff;
-  sc.topk_ratio = static_cast<float>(cfg.compression.topk_ratio);
   live_rounds_.store(cfg.job.rounds, std::memory_order_relaxed);
   live_timeout_ms_.store(cfg.job.round_timeout_ms, std::memory_order_relaxed);
   timeout_ms_ = cfg.job.round_timeout_ms;

@@ -25,6 +25,7 @@
 #include "dataplane/engine_link.h"
 #include "dataplane/ltp_tx.h"
 #include "dataplane/peer_restarts.h"
+#include "sync/gateway_settings.h"
 #include "dataplane/policy_slot.h"
 #include "measure/link_estimator.h"
 #include "sync/local_group.h"
@@ -83,10 +84,8 @@ using controller::spread_shards;
 // same plan and version 1 without talking. False with a message if the planner cannot serve.
 bool initial_plan(const config::GatewayConfig& cfg, topo::Plan& plan, std::string& error);
 
-// The receiver of WAN transfers as transport.* configures it (both sync modes).
-ltp::ReceiverConfig wan_receiver(const config::GatewayConfig& cfg);
-// LTP's rate controller settings for WAN senders (transport.*).
-ltp::DeliveryRateConfig wan_rate(const config::GatewayConfig& cfg);
+using sync::wan_rate;
+using sync::wan_receiver;
 // Whether every sender of the gateway's jobs toward a peer draws on one shared link state
 // (ltp::LinkShare, by the jobs' weights): transport.link_share (auto: with several jobs or
 // announced ones), on LTP's own controller.

@@ -7,6 +7,7 @@
 
 #include "controller/controller.h"
 #include "sim/gateway_site.h"
+#include "sync/gateway_settings.h"
 #include "topology/baselines.h"
 #include "topology/fapt.h"
 #include "topology/round_time.h"
@@ -164,7 +165,31 @@ void print_spray(sim::Wan& wan, int n) {
 }
 }  // namespace
 
+// Site `self` of the config template: its id, its peers (every other site; paths and
+// addresses are the sprayer's and the simulated WAN's business) and the simulated sizes.
+config::GatewayConfig site_config(const Setup& s, const config::GatewayConfig& base, int self) {
+  config::GatewayConfig cfg = base;
+  cfg.site.id = static_cast<uint16_t>(self + 1);
+  cfg.peers.clear();
+  for (int j = 0; j < s.n; ++j) {
+    if (j == self) continue;
+    config::PeerConfig p;
+    p.id = static_cast<uint16_t>(j + 1);
+    cfg.peers.push_back(p);
+  }
+  cfg.job.model_bytes = s.model_real;
+  cfg.transport.chunk_bytes = s.chunk_real;
+  return cfg;
+}
+
 controller::ControlPlaneConfig stack_control(const Setup& s, const sim::WanSpec& w, const StackOptions& o, int self) {
+  if (o.gateway) {
+    controller::ControlPlaneConfig c = controller::control_plane_config(site_config(s, *o.gateway, self));
+    // Bytes the planner and the prober count are 1/scale real, as the simulated payloads.
+    for (double& u : c.controller.uplinks) u /= s.scale;
+    c.probe.rate_bytes_per_s /= s.scale;
+    return c;
+  }
   controller::ControlPlaneConfig c;
   const int n = s.n;
   auto& k = c.controller;
@@ -224,10 +249,19 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
   std::vector<sim::GatewaySite*> gw;
   for (int i = 0; i < n; ++i) {
     sim::GatewaySiteConfig gc;
-    gc.sync = sim::make_sync_config(n, i, s.chunk_real, false, w.seed);
-    gc.sync.wire_compression = o.compress;
-    if (o.share_links) gc.sync.share_links = true;
-    gc.sync.topk_ratio = 0.01f;
+    if (o.gateway) {
+      const config::GatewayConfig cfg = site_config(s, *o.gateway, i);
+      gc.sync = sync::site_sync_config(cfg, controller::job_sites(cfg));
+      // One SiteSync stands for the gateway's one engine; the link states the gateway would
+      // own (transport.link_share) are SiteSync's own here.
+      gc.sync.share_links = config::links_shared(cfg);
+      gc.sync.seed = w.seed * 7919 + static_cast<uint64_t>(i);
+    } else {
+      gc.sync = sim::make_sync_config(n, i, s.chunk_real, false, w.seed);
+      gc.sync.wire_compression = o.compress;
+      if (o.share_links) gc.sync.share_links = true;
+      gc.sync.topk_ratio = 0.01f;
+    }
     gc.control = stack_control(s, w, o, i);
     // The splits of the plan in force (the simulator routes relayed DATA itself), or each
     // site's sprayer told of its switch as JobRunner tells the gateway's.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
 #include "sim/cluster.h"
 #include "sim/scenario.h"
 #include "topology/plan.h"
@@ -82,6 +83,11 @@ struct StackOptions {
   double recompute_change = 0.2;          // the gateway's default
   double probe_rate_bytes_per_s = 20e6 / 8;  // per site, wire bytes (topology.probe_rate_kbit = 20000)
   Nanos warmup = 5 * kSecond;  // the gateways run before the first round
+  // A gateway config (the testbed's): every site's control plane and SiteSync are built from
+  // it by the gateway's own functions (controller::control_plane_config,
+  // sync::site_sync_config), with only the site's id, its peers and the simulator's byte
+  // scale set here; the options above that a config says are then not used.
+  const config::GatewayConfig* gateway = nullptr;
 };
 struct StackRound {
   double start_s = 0, seconds = 0;

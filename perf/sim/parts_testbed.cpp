@@ -28,6 +28,20 @@ constexpr int kRounds = 13, kReported = 3;
 // whole cycles), as wan-suite measures the testbed there; three rounds sample one phase.
 constexpr int kCyclicReported = 30;
 
+// The gateway config scripts/testbed writes for a WAN profile (--wan), as far as the
+// control plane and SiteSync read it; every other key at its default, as there. No uplinks:
+// with a profile the testbed leaves them for measurement to find.
+config::GatewayConfig testbed_gateway() {
+  config::GatewayConfig c;
+  c.job.id = 1;
+  c.job.round_timeout_ms = 30000;         // --round-timeout-ms' default
+  c.transport.chunk_bytes = kGatewayChunk;
+  c.transport.link_share = config::LinkShareMode::kOn;
+  c.topology.probes = true;
+  c.compression.mode = config::CompressionMode::kOff;  // the workers check exact means
+  return c;
+}
+
 double figure(const std::vector<double>& per_round, int reported, bool cyclic) {
   if (!cyclic) return median_of_last(per_round, reported);
   const size_t k = std::min(per_round.size(), static_cast<size_t>(reported));
@@ -53,10 +67,9 @@ void part_testbed(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repo
     Setup s = make_setup(sc, model, a.mem_budget, rounds, reported);
     s.chunk_real = kGatewayChunk / s.scale / 4 * 4;
     StackOptions o;
-    o.awareness = Awareness::kProbes;
-    o.multipath = true;
     o.spray = true;  // each site's DATA sprayed as its gateway sprays it
-    o.share_links = true;  // the testbed's gateways run transport.link_share: on
+    const config::GatewayConfig gw = testbed_gateway();
+    o.gateway = &gw;
     const StackResult st = run_stack(s, sc.wan, o, rounds, "stormgate f32");
     std::vector<double> per_round;
     for (const auto& x : st.rounds) per_round.push_back(x.seconds);
