@@ -89,6 +89,9 @@ class DeliveryRateController final : public RateController {
   double path_bw() const { return path_bw_; }  // what the next transfer resumes from
   uint64_t resumes_confirmed() const { return resumes_confirmed_; }
   uint64_t resumes_shrunk() const { return resumes_shrunk_; }
+  // Resume windows in which the sender offered less than the kept rate and the path carried
+  // all of it: no verdict, the window started over.
+  uint64_t resumes_unjudged() const { return resumes_unjudged_; }
 
  private:
   enum class Mode { kStartup, kDrain, kProbeBw, kResume };
@@ -138,10 +141,11 @@ class DeliveryRateController final : public RateController {
   bool resume_full_ = false;
   Nanos resume_t0_ = -1;
   uint64_t resume_d0_ = 0;
+  Nanos resume_s0_ = 0;  // send time of the newest chunk acknowledged at the window's start
   // The transfer's ACKs in kResume: the first and the last (time, delivered).
   Nanos train_t0_ = -1, train_last_t_ = -1;
   uint64_t train_d0_ = 0, train_last_d_ = 0;
-  uint64_t resumes_confirmed_ = 0, resumes_shrunk_ = 0;
+  uint64_t resumes_confirmed_ = 0, resumes_shrunk_ = 0, resumes_unjudged_ = 0;
 
   void resume_check(const AckEvent& ev);
   void update_btlbw();

@@ -286,6 +286,48 @@ TEST(DeliveryRate, TailTimeoutsDoNotLowerTheModelTheNextTransferResumesFrom) {
   EXPECT_DOUBLE_EQ(c.pacing_rate(), 1e7) << "the next transfer resumes from what the path carried";
 }
 
+// A resumed transfer whose sender offers less than the kept rate (its data still coming from
+// the workers, or its engine short of CPU) and sees everything it sent delivered has learnt
+// nothing of the path: the kept rate stays. One that offered the kept rate and saw half of it
+// delivered has found a path that shrank.
+TEST(DeliveryRate, AResumeThatOfferedLessThanTheKeptRateDoesNotShrinkIt) {
+  for (const bool offered_kept : {false, true}) {
+    Feed f;
+    auto& c = f.c;
+    f.rounds(20, 1e7, false);
+    ASSERT_NE(c.mode(), 0);
+    c.reset(f.now + 10 * kMilli, kMss);
+    ASSERT_TRUE(c.resuming());
+    ASSERT_DOUBLE_EQ(c.pacing_rate(), 1e7);
+    // 30 ms of ACKs delivering 5 MB/s (half the kept rate); the chunks they cover were sent
+    // at 5 MB/s too (the sender's offer), or at the kept 10 MB/s.
+    const Nanos t0 = f.now + 10 * kMilli, send0 = t0 - 10 * kMilli;
+    const Nanos send_gap = offered_kept ? 100 * kMicro : 200 * kMicro;
+    for (int i = 1; i <= 150; ++i) {
+      AckEvent a;
+      a.now = t0 + i * 200 * kMicro;
+      a.acked_bytes = kMss;
+      a.prior_delivered = f.delivered;
+      f.delivered += kMss;
+      a.delivered = f.delivered;
+      a.delivery_rate = 5e6;
+      a.rtt = 10 * kMilli;
+      a.inflight_bytes = 10 * kMss;
+      a.newest_acked_send = send0 + i * send_gap;
+      c.on_ack(a);
+    }
+    if (offered_kept) {
+      EXPECT_EQ(c.resumes_shrunk(), 1u) << "the path carried half of what it was offered";
+      EXPECT_NEAR(c.btlbw(), 5e6, 0.05 * 5e6);
+    } else {
+      EXPECT_EQ(c.resumes_shrunk(), 0u) << "delivered all it was offered: no verdict";
+      EXPECT_GE(c.resumes_unjudged(), 1u);
+      EXPECT_TRUE(c.resuming());
+      EXPECT_DOUBLE_EQ(c.pacing_rate(), 1e7) << "the kept rate stays";
+    }
+  }
+}
+
 // A blackhole: timeout after timeout with nothing acknowledged is one outage (halved once,
 // not once per timeout); a timeout after the path answered again is a new one.
 TEST(DeliveryRate, ATimeoutHalvesOncePerOutage) {
