@@ -30,10 +30,13 @@
 //            and measure the ACK rate from the first ACK on, over non-app-limited ACKs. After half a min_rtt
 //            of them it decides: at least resume_confirm x the kept rate -> the path still
 //            carries it: it enters the filter and the controller goes on to probe_bw at its
-//            1.25 phase, so every transfer probes once (or startup, for a lower bound); less -> the path shrank (or is shared now): btlbw
-//            is what was measured, and probe_bw begins with its 0.75 phase to drain the
-//            queue the kept rate built. So a known path is full from the first packet, and a
-//            wrong model costs about 1.5 round trips at the old rate.
+//            1.25 phase, so every transfer probes once (or startup, for a lower bound); less, while the sender offered the kept rate
+//            (the send times of the chunks those ACKs cover) -> the path shrank (or is shared
+//            now): btlbw is what was measured, and probe_bw begins with its 0.75 phase to drain the
+//            queue the kept rate built. A window in which the sender offered less than the
+//            kept rate and all of it was delivered gives no verdict: it starts over. So a
+//            known path is full from the first packet, and a wrong model costs about 1.5
+//            round trips at the old rate.
 // A path idle (no ACK) for longer than keep_path_for is forgotten: startup again.
 #pragma once
 
