@@ -20,7 +20,7 @@ sync::SyncConfig make_sync_config(int n, int self, uint32_t chunk_bytes, bool re
   c.round_timeout = t.round_timeout;
   c.sender.give_up_after = t.give_up_after;
   c.receiver.abandon_after = t.abandon_after;
-  c.seed = seed * 7919 + static_cast<uint64_t>(self);
+  c.seed = site_seed(seed, self);
   // As a gateway with the default transport.link_share (one job: a controller per transfer;
   // the baselines never share).
   c.share_links = !reliable && config::links_shared(config::GatewayConfig{});

@@ -53,6 +53,9 @@ struct SimTimeouts {
   Nanos abandon_after = 600 * kSecond;
 };
 
+// Site `self`'s random seed in a run seeded with `seed` (its own stream per site).
+inline uint64_t site_seed(uint64_t seed, int self) { return seed * 7919 + static_cast<uint64_t>(self); }
+
 // Site `self` of `n` (LTP node ids 1..n).
 sync::SyncConfig make_sync_config(int n, int self, uint32_t chunk_bytes, bool reliable, uint64_t seed,
                                   const SimTimeouts& t = {}, TcpCc cc = TcpCc::kNewReno);

@@ -34,7 +34,8 @@ struct Args {
 Args parse(int argc, char** argv) {
   Args a;
   const char* root = std::getenv("SG_ROOT");
-  a.part.scenarios = std::string(root ? root : ".") + "/perf/scenarios";
+  a.part.root = root ? root : ".";
+  a.part.scenarios = a.part.root + "/perf/scenarios";
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
     if (s == "--quick") a.part.quick = true;

@@ -255,7 +255,7 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
       // One SiteSync stands for the gateway's one engine; the link states the gateway would
       // own (transport.link_share) are SiteSync's own here.
       gc.sync.share_links = config::links_shared(cfg);
-      gc.sync.seed = w.seed * 7919 + static_cast<uint64_t>(i);
+      gc.sync.seed = sim::site_seed(w.seed, i);
     } else {
       gc.sync = sim::make_sync_config(n, i, s.chunk_real, false, w.seed);
       gc.sync.wire_compression = o.compress;

@@ -43,6 +43,7 @@ struct Report {
 struct PartArgs {
   bool quick = false;
   bool only = false;        // scenarios were named with --only
+  std::string root = ".";   // the source tree (SG_ROOT): config/testbed's gateway defaults
   std::string scenarios;    // folder of the scenario files
   double mem_budget = 1.5e9;  // bytes of SiteSync buffers across all sites
   uint64_t bytes = 0;         // --bytes: the one gradient size of the main and testbed parts (0: their defaults)

@@ -12,7 +12,11 @@
 #include <cstdio>
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <vector>
+
+#include "config/load.h"
 
 #include "experiments.h"
 #include "parts.h"
@@ -20,7 +24,7 @@
 namespace sg::simbench {
 
 namespace {
-constexpr uint32_t kGatewayChunk = 1344;  // transport.chunk_bytes in the testbed's configs
+constexpr uint32_t kTestbedRoundTimeoutMs = 30000;  // scripts/testbed's --round-timeout-ms default
 // As wan-suite runs the testbed: ten warm-up rounds (the controller's first plans settle in
 // them), then the median of three.
 constexpr int kRounds = 13, kReported = 3;
@@ -28,18 +32,30 @@ constexpr int kRounds = 13, kReported = 3;
 // whole cycles), as wan-suite measures the testbed there; three rounds sample one phase.
 constexpr int kCyclicReported = 30;
 
-// The gateway config scripts/testbed writes for a WAN profile (--wan), as far as the
-// control plane and SiteSync read it; every other key at its default, as there. No uplinks:
-// with a profile the testbed leaves them for measurement to find.
-config::GatewayConfig testbed_gateway() {
-  config::GatewayConfig c;
-  c.job.id = 1;
-  c.job.round_timeout_ms = 30000;         // --round-timeout-ms' default
-  c.transport.chunk_bytes = kGatewayChunk;
-  c.transport.link_share = config::LinkShareMode::kOn;
-  c.topology.probes = true;
-  c.compression.mode = config::CompressionMode::kOff;  // the workers check exact means
-  return c;
+// The gateway config scripts/testbed writes for a WAN profile (--wan), as far as the control
+// plane and SiteSync read it: config/testbed/gateway-defaults.yaml, the file the script copies
+// into every site's config, loaded through the gateway's own loader. Its site and port are
+// placeholders (the loader wants a port; the simulator sets the site's id and peers itself),
+// and no peer has an uplink: with a profile the testbed leaves them for measurement to find.
+config::GatewayConfig testbed_gateway(const std::string& root) {
+  const std::string path = root + "/config/testbed/gateway-defaults.yaml";
+  std::ifstream in(path);
+  std::stringstream defaults;
+  defaults << in.rdbuf();
+  if (!in) {
+    std::fprintf(stderr, "bench_sim_sync: cannot read %s (set SG_ROOT to the source tree)\n", path.c_str());
+    std::exit(2);
+  }
+  const std::string text = "site: {id: 1, name: simulated}\n"
+                           "ports:\n  - {name: wan, vdev: net_null0, ipv4: 10.99.0.1}\n"
+                           "job: {id: 1, round_timeout_ms: " + std::to_string(kTestbedRoundTimeoutMs) + "}\n" +
+                           defaults.str();
+  const config::LoadResult r = config::load_config_text(text, path);
+  if (!r.config) {
+    for (const auto& e : r.errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
+    std::exit(2);
+  }
+  return *r.config;
 }
 
 double figure(const std::vector<double>& per_round, int reported, bool cyclic) {
@@ -53,9 +69,11 @@ double figure(const std::vector<double>& per_round, int reported, bool cyclic) {
 
 void part_testbed(const PartArgs& a, const std::vector<sim::Scenario>& scs, Report& r) {
   const uint64_t model = a.bytes ? a.bytes : 16ull << 20;
+  const config::GatewayConfig gw = testbed_gateway(a.root);
+  const uint32_t chunk = gw.transport.chunk_bytes;
   std::printf("The testbed's WAN profiles simulated (%s per round, %u-byte chunks, median of rounds %d-%d; "
               "on a schedule, mean of rounds %d-%d)\n",
-              size_name(model).c_str(), kGatewayChunk, kRounds - kReported + 1, kRounds, kRounds - kReported + 1,
+              size_name(model).c_str(), chunk, kRounds - kReported + 1, kRounds, kRounds - kReported + 1,
               kRounds - kReported + kCyclicReported);
   bench::Table t({"scenario", "stormgate f32 s", "gloo ring NewReno s", "gloo ring CUBIC s", "gloo ring BBR s", "retx", "bubbles"});
   for (const auto& sc : scs) {
@@ -65,10 +83,9 @@ void part_testbed(const PartArgs& a, const std::vector<sim::Scenario>& scs, Repo
     const int reported = cyclic ? kCyclicReported : kReported;
     const int rounds = kRounds - kReported + reported;
     Setup s = make_setup(sc, model, a.mem_budget, rounds, reported);
-    s.chunk_real = kGatewayChunk / s.scale / 4 * 4;
+    s.chunk_real = chunk / s.scale / 4 * 4;
     StackOptions o;
     o.spray = true;  // each site's DATA sprayed as its gateway sprays it
-    const config::GatewayConfig gw = testbed_gateway();
     o.gateway = &gw;
     const StackResult st = run_stack(s, sc.wan, o, rounds, "stormgate f32");
     std::vector<double> per_round;

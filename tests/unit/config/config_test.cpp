@@ -61,6 +61,27 @@ TEST(ConfigExamples, EveryShippedExampleLoads) {
   }
 }
 
+// scripts/testbed copies these sections into every gateway config it writes, and the
+// simulator's check against the testbed loads them the same way: they must be valid sections
+// of a gateway config, and only the four the script's --config-extra may replace.
+TEST(ConfigExamples, TestbedDefaultsAreGatewaySections) {
+  const std::string path = std::string(SG_SOURCE_ROOT) + "/config/testbed/gateway-defaults.yaml";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const YAML::Node root = YAML::Load(text);
+  for (const auto& kv : root) {
+    const std::string k = kv.first.as<std::string>();
+    EXPECT_TRUE(k == "transport" || k == "dataplane" || k == "topology" || k == "compression") << k;
+  }
+  const LoadResult r = load_config_text(
+      "site: {id: 1, name: a}\nports:\n  - {name: wan, vdev: net_null0, ipv4: 10.99.0.1}\n" + text, path);
+  ASSERT_TRUE(r.config) << all_errors(r);
+  EXPECT_EQ(r.config->transport.link_share, LinkShareMode::kOn) << "not the default: the file is read";
+  EXPECT_TRUE(r.config->topology.probes);
+  EXPECT_EQ(r.config->compression.mode, CompressionMode::kOff) << "the testbed's workers check exact means";
+}
+
 TEST(ConfigExamples, DeploymentValuesAreRead) {
   LoadResult r = load_config_file(std::string(SG_SOURCE_ROOT) + "/config/examples/mlx5-deployment.yaml");
   ASSERT_TRUE(r.config) << all_errors(r);
