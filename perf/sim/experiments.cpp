@@ -276,7 +276,7 @@ StackResult run_stack(const Setup& s, const sim::WanSpec& w, const StackOptions&
   if (o.spray)
     for (int i = 0; i < n; ++i) {
       spray::Sprayer& sp = wan.use_sprayer(i);
-      sp.set_standby_relays(o.multipath);  // topology.multipath
+      sp.set_standby_relays(o.gateway ? o.gateway->topology.multipath : o.multipath);  // topology.multipath
       wan.set_spray_plan(i, first);
     }
   // The gateways are up before the job's first round: their control planes run (probes on

@@ -86,7 +86,8 @@ struct StackOptions {
   // A gateway config (the testbed's): every site's control plane and SiteSync are built from
   // it by the gateway's own functions (controller::control_plane_config,
   // sync::site_sync_config), with only the site's id, its peers and the simulator's byte
-  // scale set here; the options above that a config says are then not used.
+  // scale set here; the options above that a config says are then not used (multipath:
+  // the config's topology.multipath turns the sprayers' standby relays on, as in JobRunner).
   const config::GatewayConfig* gateway = nullptr;
 };
 struct StackRound {
