@@ -24,7 +24,6 @@
 namespace sg::simbench {
 
 namespace {
-constexpr uint32_t kTestbedRoundTimeoutMs = 30000;  // scripts/testbed's --round-timeout-ms default
 // As wan-suite runs the testbed: ten warm-up rounds (the controller's first plans settle in
 // them), then the median of three.
 constexpr int kRounds = 13, kReported = 3;
@@ -33,22 +32,23 @@ constexpr int kRounds = 13, kReported = 3;
 constexpr int kCyclicReported = 30;
 
 // The gateway config scripts/testbed writes for a WAN profile (--wan), as far as the control
-// plane and SiteSync read it: config/testbed/gateway-defaults.yaml, the file the script copies
+// plane and SiteSync read it: config/testbed/defaults/gateway.yaml, the file the script copies
 // into every site's config, loaded through the gateway's own loader. Its site and port are
 // placeholders (the loader wants a port; the simulator sets the site's id and peers itself),
-// and no peer has an uplink: with a profile the testbed leaves them for measurement to find.
+// the job's round timeout is the loader's default (as scripts/testbed's --round-timeout-ms
+// default is), and no peer has an uplink: with a profile the testbed leaves them for measurement to find.
 config::GatewayConfig testbed_gateway(const std::string& root) {
-  const std::string path = root + "/config/testbed/gateway-defaults.yaml";
+  const std::string path = root + "/config/testbed/defaults/gateway.yaml";
   std::ifstream in(path);
   std::stringstream defaults;
-  defaults << in.rdbuf();
+  if (in) defaults << in.rdbuf();
   if (!in) {
     std::fprintf(stderr, "bench_sim_sync: cannot read %s (set SG_ROOT to the source tree)\n", path.c_str());
     std::exit(2);
   }
   const std::string text = "site: {id: 1, name: simulated}\n"
                            "ports:\n  - {name: wan, vdev: net_null0, ipv4: 10.99.0.1}\n"
-                           "job: {id: 1, round_timeout_ms: " + std::to_string(kTestbedRoundTimeoutMs) + "}\n" +
+                           "job: {id: 1}\n" +
                            defaults.str();
   const config::LoadResult r = config::load_config_text(text, path);
   if (!r.config) {

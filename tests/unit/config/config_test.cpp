@@ -65,7 +65,7 @@ TEST(ConfigExamples, EveryShippedExampleLoads) {
 // simulator's check against the testbed loads them the same way: they must be valid sections
 // of a gateway config, and only the four the script's --config-extra may replace.
 TEST(ConfigExamples, TestbedDefaultsAreGatewaySections) {
-  const std::string path = std::string(SG_SOURCE_ROOT) + "/config/testbed/gateway-defaults.yaml";
+  const std::string path = std::string(SG_SOURCE_ROOT) + "/config/testbed/defaults/gateway.yaml";
   std::ifstream in(path);
   ASSERT_TRUE(in) << path;
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
