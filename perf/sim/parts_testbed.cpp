@@ -36,16 +36,17 @@ constexpr int kCyclicReported = 30;
 // into every site's config, loaded through the gateway's own loader. Its site and port are
 // placeholders (the loader wants a port; the simulator sets the site's id and peers itself),
 // the job's round timeout is the loader's default (as scripts/testbed's --round-timeout-ms
-// default is), and no peer has an uplink: with a profile the testbed leaves them for measurement to find.
+// default is), and no peer has an uplink: with a profile the testbed leaves them for
+// measurement to find.
 config::GatewayConfig testbed_gateway(const std::string& root) {
   const std::string path = root + "/config/testbed/defaults/gateway.yaml";
   std::ifstream in(path);
-  std::stringstream defaults;
-  if (in) defaults << in.rdbuf();
   if (!in) {
     std::fprintf(stderr, "bench_sim_sync: cannot read %s (set SG_ROOT to the source tree)\n", path.c_str());
     std::exit(2);
   }
+  std::stringstream defaults;
+  defaults << in.rdbuf();
   const std::string text = "site: {id: 1, name: simulated}\n"
                            "ports:\n  - {name: wan, vdev: net_null0, ipv4: 10.99.0.1}\n"
                            "job: {id: 1}\n" +
