@@ -33,6 +33,7 @@ Accumulator::Accumulator(size_t total_elems, size_t chunk_elems, Isa isa)
   data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
   if (!data_) throw std::bad_alloc();
   counts_ = std::make_unique<uint32_t[]>(chunks_);
+  fresh_ = std::make_unique<uint8_t[]>(chunks_);
   reset();
 }
 
@@ -52,17 +53,38 @@ AggError Accumulator::add(uint32_t chunk, std::span<const uint8_t> payload, uint
   if (AggError e = can_add(chunk, contributors); e != AggError::kOk) return e;
   const size_t n = chunk_elems(chunk);
   if (payload.size() != n * sizeof(float)) return AggError::kLength;
-  k_->add(data_.get() + static_cast<size_t>(chunk) * chunk_elems_, payload.data(), n);
-  counts_[chunk] += contributors;
+  float* dst = data_.get() + static_cast<size_t>(chunk) * chunk_elems_;
+  if (fresh_[chunk])
+    std::memcpy(dst, payload.data(), payload.size());  // the first contribution: nothing to add to
+  else
+    k_->add(dst, payload.data(), n);
+  count(chunk, contributors);
   return AggError::kOk;
 }
 
+void Accumulator::materialise(uint32_t chunk) const {
+  if (!fresh_[chunk]) return;
+  std::memset(data_.get() + static_cast<size_t>(chunk) * chunk_elems_, 0, chunk_elems(chunk) * sizeof(float));
+  fresh_[chunk] = 0;
+}
+
+Accumulator::Target Accumulator::decode_target(uint32_t chunk) {
+  return {{data_.get() + static_cast<size_t>(chunk) * chunk_elems_, chunk_elems(chunk)}, fresh_[chunk] != 0};
+}
+
 std::span<float> Accumulator::chunk_data(uint32_t chunk) {
+  materialise(chunk);
   return {data_.get() + static_cast<size_t>(chunk) * chunk_elems_, chunk_elems(chunk)};
 }
 
 std::span<const float> Accumulator::chunk_values(uint32_t chunk) const {
+  materialise(chunk);
   return {data_.get() + static_cast<size_t>(chunk) * chunk_elems_, chunk_elems(chunk)};
+}
+
+std::span<const float> Accumulator::values() const {
+  for (uint32_t c = 0; c < chunks_; ++c) materialise(c);
+  return {data_.get(), total_};
 }
 
 void Accumulator::finalise(Finalise mode) {
@@ -70,15 +92,20 @@ void Accumulator::finalise(Finalise mode) {
 }
 
 void Accumulator::finalise_chunk(uint32_t chunk, Finalise mode) {
-  // Count 0: nothing arrived, the chunk is zero already; count 1: dividing changes nothing.
-  if (mode == Finalise::kSum || chunk >= chunks_ || counts_[chunk] <= 1) return;
+  if (chunk >= chunks_) return;
+  materialise(chunk);  // count 0: nothing arrived, the result is zero
+  // Count 1: dividing changes nothing.
+  if (mode == Finalise::kSum || counts_[chunk] <= 1) return;
   auto d = chunk_data(chunk);
   k_->divide(d.data(), d.size(), static_cast<float>(counts_[chunk]));
 }
 
 void Accumulator::reset() {
-  std::memset(data_.get(), 0, total_ * sizeof(float));
   std::memset(counts_.get(), 0, chunks_ * sizeof(uint32_t));
+  std::memset(fresh_.get(), 1, chunks_);
+#ifndef NDEBUG
+  std::fill(data_.get(), data_.get() + total_, std::numeric_limits<float>::quiet_NaN());
+#endif
 }
 
 }  // namespace sg::agg

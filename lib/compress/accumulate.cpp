@@ -9,7 +9,10 @@ CodecError add_encoded(agg::Accumulator& acc, uint32_t chunk, CodecId codec, std
     case agg::AggError::kChunkIndex: return CodecError::kChunkIndex;
     default: return CodecError::kContributors;
   }
-  if (CodecError e = decode_add(codec, payload, acc.chunk_data(chunk), acc.isa()); e != CodecError::kOk) return e;
+  // A fresh chunk (the round's first contribution) is written, not added to.
+  const agg::Accumulator::Target t = acc.decode_target(chunk);
+  const CodecError e = t.overwrite ? decode(codec, payload, t.data, acc.isa()) : decode_add(codec, payload, t.data, acc.isa());
+  if (e != CodecError::kOk) return e;
   acc.count(chunk, contributors);
   return CodecError::kOk;
 }

@@ -90,7 +90,7 @@ std::span<const float> LocalGroup::contribution() const {
 
 std::span<const float> LocalGroup::contribution_buffer() const {
   if (!ok()) return {};
-  return acc_->values();
+  return acc_->storage();  // read chunk by chunk once final (resolve: finalise_chunk zeroes an empty one)
 }
 
 std::span<const uint32_t> LocalGroup::take_ready_chunks() {

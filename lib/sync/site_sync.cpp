@@ -370,7 +370,8 @@ bool SiteSync::begin_round(uint32_t round, std::span<const float> local, Nanos n
       o.codec = o.enc.empty() ? CodecId::kF32 : l.codec;
       o.topk_ratio = l.topk_ratio;
       if (o.codec == CodecId::kF32) {
-        start_out(sh.up_out, o.codec, as_bytes(sh.acc->values()), cfg_.chunk_bytes, static_cast<uint16_t>(sh.subtree), now,
+        // The sender reads a chunk once up_chunk_ready released it: complete, or zeroed as a hole.
+        start_out(sh.up_out, o.codec, as_bytes(sh.acc->storage()), cfg_.chunk_bytes, static_cast<uint16_t>(sh.subtree), now,
                   1);
       } else {
         const size_t n0 = std::min(cf, sh.floats);
@@ -506,6 +507,7 @@ void SiteSync::up_chunk_ready(int s, uint32_t c) {
     // Nothing of this chunk reached us (our own part absent, every child's a bubble or a
     // hole): a hole for the parent; at the root, filled like a chunk the parent never sent.
     if (sh.parent >= 0) {
+      sh.acc->chunk_data(c);  // zeroes it: a packet packing this hole with other chunks carries its bytes
       release(sh.up_out, c, /*hole=*/true);
     } else {
       fill_down(s, c);

@@ -62,6 +62,9 @@ Result measure(agg::Isa isa, const std::vector<uint8_t>& pool, size_t packets, s
   std::vector<double> add_s, cpy_s, ratios;
   for (int r = 0; r < rounds + 1; ++r) {  // round 0 warms caches and is dropped
     acc.reset();  // keeps the sums small (no overflow to inf over many rounds)
+    // Zeroes every (fresh) chunk now, untimed: otherwise each side's first touch of a chunk
+    // would be a zeroing (copy) or a first-contribution copy (add), not what is measured.
+    (void)acc.values();
     for (int sl = 0; sl < slices; ++sl) {
       const size_t first = static_cast<size_t>(sl) * ops_per_slice;
       double t_add = 0, t_cpy = 0;

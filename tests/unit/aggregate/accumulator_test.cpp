@@ -175,6 +175,69 @@ TEST(Accumulator, ResetClearsSumsAndCounts) {
   for (float x : acc.values()) EXPECT_EQ(x, 0.0f);
 }
 
+// reset() marks chunks fresh instead of zeroing the sums: the next round's first add must
+// write, not add to what the last round left.
+TEST(Accumulator, FirstContributionAfterResetReplacesLastRoundsSums) {
+  Accumulator acc(6, 3);
+  const std::vector<float> a{1, 2, 3}, b{10, 20, 30}, c{-4, 5, -6};
+  const auto bytes = [](const std::vector<float>& v) { return std::span(reinterpret_cast<const uint8_t*>(v.data()), 12); };
+  ASSERT_EQ(acc.add(0, bytes(a)), AggError::kOk);
+  ASSERT_EQ(acc.add(0, bytes(b)), AggError::kOk);
+  ASSERT_EQ(acc.add(1, bytes(b)), AggError::kOk);
+  acc.reset();
+  ASSERT_EQ(acc.add(0, bytes(c), 2), AggError::kOk);
+  EXPECT_EQ(acc.contributors(0), 2u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(acc.storage()[i], c[i]);  // written: complete without zeroing
+  ASSERT_EQ(acc.add(0, bytes(a)), AggError::kOk);                      // the second adds
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(acc.chunk_values(0)[i], c[i] + a[i]);
+  // Chunk 1 got nothing this round: every way of reading it gives zeros.
+  for (float x : acc.chunk_values(1)) EXPECT_EQ(x, 0.0f);
+  EXPECT_EQ(acc.values()[3], 0.0f);
+}
+
+TEST(Accumulator, AnUntouchedChunkReadsAsZeroThroughEveryPath) {
+  const std::vector<float> v{7, 8, 9, 10};
+  const auto p = std::span(reinterpret_cast<const uint8_t*>(v.data()), 16);
+  for (int path = 0; path < 4; ++path) {
+    Accumulator acc(8, 4);
+    ASSERT_EQ(acc.add(1, p), AggError::kOk);
+    acc.reset();
+    switch (path) {
+      case 0: acc.finalise_chunk(1, Finalise::kMean); break;
+      case 1: acc.finalise(Finalise::kSum); break;
+      case 2: for (float& x : acc.chunk_data(1)) x *= 3.0f; break;  // scaling a hole (SiteSync) keeps zeros
+      case 3: (void)acc.values(); break;
+    }
+    for (size_t i = 4; i < 8; ++i) EXPECT_EQ(acc.storage()[i], 0.0f) << "path " << path;
+    EXPECT_EQ(acc.contributors(1), 0u);
+  }
+}
+
+TEST(Accumulator, DecodeTargetSaysOverwriteUntilTheChunkIsCounted) {
+  Accumulator acc(8, 4);
+  EXPECT_TRUE(acc.decode_target(0).overwrite);
+  EXPECT_EQ(acc.decode_target(0).data.size(), 4u);
+  acc.decode_target(0).data[0] = 5.0f;
+  acc.count(0, 1);
+  EXPECT_FALSE(acc.decode_target(0).overwrite);
+  EXPECT_EQ(acc.chunk_values(0)[0], 5.0f);
+  EXPECT_TRUE(acc.decode_target(1).overwrite);
+  acc.reset();
+  EXPECT_TRUE(acc.decode_target(0).overwrite);
+}
+
+#ifndef NDEBUG
+// Debug builds poison fresh chunks, so any reader that skips the zeroing gets NaN into a
+// result and every exact-mean test upstream (sync, dataplane, system) fails.
+TEST(Accumulator, FreshChunksHoldNaNInDebugBuilds) {
+  Accumulator acc(8, 4);
+  for (float x : acc.storage()) EXPECT_TRUE(std::isnan(x));
+  (void)acc.chunk_values(0);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(acc.storage()[i], 0.0f);
+  for (size_t i = 4; i < 8; ++i) EXPECT_TRUE(std::isnan(acc.storage()[i]));
+}
+#endif
+
 TEST(Accumulator, RejectsEmptyLayout) {
   EXPECT_THROW(Accumulator(0, 4), std::invalid_argument);
   EXPECT_THROW(Accumulator(4, 0), std::invalid_argument);

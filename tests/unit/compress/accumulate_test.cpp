@@ -40,6 +40,34 @@ TEST(AddEncoded, EqualsDecodeThenAddForEveryCodecAndIsa) {
   }
 }
 
+// The round's first chunk is decoded over the stale sums of the last round (the accumulator
+// zeroes nothing at reset), later ones add.
+TEST(AddEncoded, FirstChunkAfterResetIsWrittenThenAdded) {
+  const size_t chunk = 64;
+  for (CodecId c : {CodecId::kF32, CodecId::kF16, CodecId::kBf16, CodecId::kInt8, CodecId::kTopK}) {
+    Rng rng(9);
+    agg::Accumulator acc(2 * chunk, chunk);
+    Encoder enc(chunk, acc.isa());
+    std::vector<uint8_t> buf(max_encoded_size(c, chunk));
+    std::vector<float> dec(chunk), expect(chunk, 0.0f);
+    const auto stale = test::gradient(rng, chunk);
+    ASSERT_EQ(acc.add(0, std::span(reinterpret_cast<const uint8_t*>(stale.data()), 4 * chunk)), agg::AggError::kOk);
+    acc.reset();
+    for (int k = 0; k < 2; ++k) {
+      const auto g = test::gradient(rng, chunk);
+      const EncodeResult e = enc.encode(c, g, buf, {}, 0.1f);
+      ASSERT_EQ(e.err, CodecError::kOk);
+      const std::span<const uint8_t> p(buf.data(), e.bytes);
+      ASSERT_EQ(add_encoded(acc, 0, c, p), CodecError::kOk);
+      ASSERT_EQ(decode(c, p, dec, acc.isa()), CodecError::kOk);
+      for (size_t i = 0; i < chunk; ++i) expect[i] = k == 0 ? dec[i] : expect[i] + dec[i];
+    }
+    EXPECT_EQ(0, std::memcmp(acc.chunk_values(0).data(), expect.data(), 4 * chunk)) << codec_name(c);
+    EXPECT_EQ(acc.contributors(0), 2u);
+    for (float x : acc.chunk_values(1)) EXPECT_EQ(x, 0.0f);
+  }
+}
+
 TEST(AddEncoded, ErrorsLeaveTheAccumulatorUnchanged) {
   agg::Accumulator acc(8, 4);
   std::vector<uint8_t> good(8 + 8);  // top-k n=4 k=1 idx 2 val 1.0
