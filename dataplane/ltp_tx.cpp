@@ -9,6 +9,7 @@
 #include "dataplane/frame_build.h"
 #include "wire/path_id.h"
 #include "sync/local_group.h"
+#include "wire/checksum.h"
 #include "wire/frame.h"
 #include "wire/ltp_codec.h"
 
@@ -101,6 +102,13 @@ void LtpTx::send(const ltp::TxMeta& meta, std::span<const uint8_t> head, std::sp
   const bool seal = sealer != nullptr;
   wire::UdpFrameSpec spec = udp_spec(ports_[r->port_index], nh, r->peer_ipv4, sport, r->peer_udp_port);
   if (seal) drop_sealed_udp_checksum(spec);
+  if (meta.payload_sum && !payload.empty() && spec.udp.checksum == wire::L4Checksum::kSoftware) {
+    // A payload several workers get (their result): summed for the first, reused for the rest.
+    if (!(*meta.payload_sum & ltp::kPayloadSumValid))
+      *meta.payload_sum = ltp::kPayloadSumValid | wire::csum_fold(wire::csum_add(payload));
+    spec.udp.tail_len = static_cast<uint16_t>(payload.size());
+    spec.udp.tail_sum = static_cast<uint16_t>(*meta.payload_sum);
+  }
   const size_t hr = wire::udp_frame_headroom(spec);
   size_t msg = head.size() + payload.size();
   const size_t room = msg + (seal ? wire::kAuthTrailerLen : 0);

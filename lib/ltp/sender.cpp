@@ -146,7 +146,8 @@ void Sender::send_chunk(uint32_t i, bool retx, Nanos now, PacketSink& tx) {
   f.send_ts = static_cast<uint64_t>(now);
   f.echo_ts = echo_;
   if (!wire::build_data_header(hdr_, f, static_cast<uint16_t>(pl.size()))) return;
-  tx.send({cfg_.peer_node, f.path_id, MsgType::kData}, hdr_, pl);
+  tx.send({cfg_.peer_node, f.path_id, MsgType::kData, i < spec_.payload_sums.size() ? &spec_.payload_sums[i] : nullptr},
+          hdr_, pl);
 
   if (inflight_ == 0) delivered_time_ = first_tx_ = now;  // a fresh flight: rate samples start here
   if (c.state != kInflight) inflight_ += chunk_bytes(i);

@@ -53,6 +53,8 @@ struct TransferSpec {
   // gateway forwards each chunk as soon as its own inputs for it are complete. The data
   // span must be sized for the whole transfer; a chunk's bytes must be final when released.
   bool streaming = false;
+  // Optional, one per chunk: TxMeta::payload_sum slots for the chunks' payloads (see there).
+  std::span<uint32_t> payload_sums;
 };
 
 enum class SenderState : uint8_t {

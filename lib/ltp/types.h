@@ -94,7 +94,13 @@ struct TxMeta {
   uint16_t peer_node = 0;
   uint16_t path_id = 0;
   wire::MsgType type = wire::MsgType::kData;
+  // DATA whose payload several transfers send (a site's result to each of its workers): the
+  // slot where a sink may keep the payload's folded checksum sum (kPayloadSumValid set), so it
+  // sums the payload once for all of them. Owned by the transfer's owner, who clears it
+  // whenever the payload's bytes change. Null: no such slot.
+  uint32_t* payload_sum = nullptr;
 };
+inline constexpr uint32_t kPayloadSumValid = 1u << 16;
 
 class PacketSink {
  public:

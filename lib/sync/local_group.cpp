@@ -64,6 +64,7 @@ LocalGroup::LocalGroup(const LocalGroupConfig& cfg) : cfg_(cfg), rng_(cfg.seed),
   ready_list_.reserve(chunks_);
   result_.assign(cfg_.model_floats, 0.0f);
   res_missing_.assign(chunks_, 0);
+  res_sums_.assign(chunks_, 0);
   for (uint32_t w = 0; w < cfg_.workers; ++w) {
     outs_.push_back(std::make_unique<Out>(cfg_.results));
     ltp::SenderConfig sc = cfg_.sender;
@@ -320,6 +321,7 @@ void LocalGroup::start_result(uint32_t w, Nanos now) {
   spec.chunk_size = cfg_.chunk_bytes;
   spec.data = {reinterpret_cast<const uint8_t*>(result_.data()), result_.size() * sizeof(float)};
   spec.streaming = true;
+  spec.payload_sums = res_sums_;  // one checksum pass per chunk for all the workers
   if (!o.sender->start(spec, now)) return;
   o.started = true;
   o.counted = false;
@@ -345,6 +347,7 @@ bool LocalGroup::result_ready(uint32_t round, size_t first, std::span<const floa
     // reads result_ and is abandoned before it is overwritten.
     results_open_ = true;
     for (uint32_t c = 0; c < chunks_; ++c) res_missing_[c] = static_cast<uint32_t>(acc_->chunk_elems(c));
+    std::fill(res_sums_.begin(), res_sums_.end(), 0u);
     results_left_ = chunks_;
     for (uint32_t w = 0; w < cfg_.workers; ++w) {
       abandon_result(w);
@@ -355,6 +358,7 @@ bool LocalGroup::result_ready(uint32_t round, size_t first, std::span<const floa
   const size_t cf = cfg_.chunk_bytes / 4;
   const size_t end = first + values.size();
   for (size_t c = first / cf; c < chunks_ && c * cf < end; ++c) {
+    res_sums_[c] = 0;  // its bytes changed
     const size_t lo = std::max(first, c * cf), hi = std::min(end, c * cf + acc_->chunk_elems(static_cast<uint32_t>(c)));
     if (hi <= lo || res_missing_[c] == 0) continue;
     const auto got = static_cast<uint32_t>(hi - lo);

@@ -218,6 +218,9 @@ class LocalGroup final : private ltp::ReceiverSink {
   std::vector<std::unique_ptr<Out>> outs_;
   std::vector<float> result_;
   std::vector<uint32_t> res_missing_;  // per chunk: result floats not yet given this round
+  // Per chunk: the result payload's checksum sum, kept by the packet sink for every worker's
+  // transfer (ltp::TxMeta::payload_sum); cleared wherever result_'s bytes change.
+  std::vector<uint32_t> res_sums_;
   bool results_open_ = false;          // result transfers of round_ have started
   uint32_t results_left_ = 0;          // chunks whose res_missing_ is not yet 0
   Rng rng_;

@@ -54,7 +54,11 @@ Result<size_t> build_udp(std::span<uint8_t> out, const UdpSpec& spec, uint32_t s
   h->checksum.store(0);
   switch (spec.checksum) {
     case L4Checksum::kSoftware: {
-      const uint16_t c = udp_checksum(src_ip, dst_ip, out.first(len));
+      const size_t head = len - spec.tail_len;
+      const uint16_t c =
+          spec.tail_len > 0 && spec.tail_len <= payload_len && head % 2 == 0
+              ? csum_finish(csum_add(out.first(head), pseudo_header_acc(src_ip, dst_ip, len)) + spec.tail_sum)
+              : udp_checksum(src_ip, dst_ip, out.first(len));
       h->checksum.store(c == 0 ? 0xffff : c);
       break;
     }

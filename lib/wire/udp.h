@@ -47,6 +47,11 @@ struct UdpSpec {
   uint16_t src_port = 0;
   uint16_t dst_port = 0;
   L4Checksum checksum = L4Checksum::kSoftware;
+  // kSoftware: the segment's last tail_len bytes have the folded sum tail_sum (csum_fold),
+  // known to the caller, so only the bytes before them are read (a payload sent to several
+  // receivers is summed once). Used only where the tail starts at an even offset.
+  uint16_t tail_len = 0;
+  uint16_t tail_sum = 0;
 };
 
 // The pseudo-header part of a UDP checksum (addresses, protocol, length), folded to 16 bits

@@ -209,7 +209,7 @@ TEST(ConfigErrors, BooleansMustBeTrueOrFalse) {
 }
 
 TEST(ConfigErrors, NumbersAndBooleansWrittenAsQuotedStringsAreRefused) {
-  for (const std::string& line : {"transport:\n  udp_port: \"7400\"\n", "transport:\n  max_loss_fraction: '0.1'\n",
+  for (const std::string line : {"transport:\n  udp_port: \"7400\"\n", "transport:\n  max_loss_fraction: '0.1'\n",
                                    "topology:\n  multipath: \"true\"\n"}) {
     ConfigError e = one_error(kMinimal + line);
     EXPECT_NE(e.expected.find("(unquoted)"), std::string::npos) << e.to_string();

@@ -14,6 +14,7 @@
 #include "ltp/bubble_fill.h"
 #include "ltp/delivery_rate_controller.h"
 #include "sync/local_group.h"
+#include "wire/checksum.h"
 #include "wire/ltp_codec.h"
 
 namespace sg::sync {
@@ -40,6 +41,16 @@ class Lan {
    public:
     Port(Lan& lan, uint16_t self) : lan_(lan), self_(self) {}
     void send(const ltp::TxMeta& m, std::span<const uint8_t> head, std::span<const uint8_t> payload) override {
+      if (m.payload_sum) {
+        // What dataplane/ltp_tx.cpp does with the slot: sum once, reuse. A slot still valid
+        // for bytes that have changed would put a wrong UDP checksum on a result.
+        const uint32_t now_sum = ltp::kPayloadSumValid | wire::csum_fold(wire::csum_add(payload));
+        if (*m.payload_sum & ltp::kPayloadSumValid) {
+          ++lan_.sums_reused;
+          if (*m.payload_sum != now_sum) ADD_FAILURE() << "stale payload sum for node " << m.peer_node;
+        }
+        *m.payload_sum = now_sum;
+      }
       std::vector<uint8_t> b(head.begin(), head.end());
       b.insert(b.end(), payload.begin(), payload.end());
       lan_.enqueue(self_, m.peer_node, std::move(b));
@@ -64,6 +75,7 @@ class Lan {
   double loss_, dup_;
   Rng rng_;
   uint64_t seq_ = 0, sent_ = 0;
+  uint64_t sums_reused = 0;  // result payload sums a port found in its slot
   std::set<uint16_t> dead_;
   std::map<std::pair<uint16_t, uint16_t>, Nanos> link_free_;
   std::priority_queue<Packet, std::vector<Packet>, std::greater<>> q_;
@@ -261,6 +273,11 @@ TEST(LocalGroup, ContributionIsTheExactMeanAndEveryWorkerGetsTheResult) {
     EXPECT_EQ(s.group->stats().rounds, 3u);
     EXPECT_EQ(s.group->stats().push_timeouts, 0u);
     EXPECT_EQ(s.group->stats().bad_chunks, 0u);
+    // Each result chunk is summed for its first worker; the others (and retransmissions)
+    // reuse the sum, and the port found none stale (checked on every send, every test).
+    if (n > 1) {
+      EXPECT_GE(s.lan.sums_reused, 3u * (n - 1) * 40u) << n << " workers";
+    }
   }
 }
 
