@@ -39,6 +39,14 @@ namespace {
 
 using namespace sg;
 
+// Worker w pushes value(w, i) at float i of the gradient: small multiples of 1/4, so every sum
+// and the mean over W workers are exact in float32, and a result missing a worker's share, or
+// holding another's twice, is seen.
+float push_value(uint32_t w, size_t i) { return 0.25f * static_cast<float>(w + 1) * static_cast<float>(1 + i % 8); }
+float mean_value(uint32_t workers, size_t i) {
+  return 0.25f * static_cast<float>(1 + i % 8) * static_cast<float>(workers + 1) / 2.0f;
+}
+
 // Addresses the generated gateway config uses (perf/run/dataplane): the gateway is 10.0.0.1
 // with MAC 02:00:00:00:00:02; workers are 10.0.0.(10 + w) on the same subnet.
 constexpr uint32_t kGatewayIp = 0x0a000001;
@@ -83,8 +91,8 @@ class AckBurst {
 // One emulated worker's receiving side: the gateway's result transfer, with real ACKs.
 class ResultSide final : public ltp::ReceiverSink, public ltp::PacketSink {
  public:
-  ResultSide(uint32_t w, uint32_t chunks, rte_mempool* pool, AckBurst& out)
-      : rx_(cfg(w, chunks)), w_(w), pool_(pool), out_(out) {}
+  ResultSide(uint32_t w, uint32_t workers, uint32_t chunks, rte_mempool* pool, AckBurst& out)
+      : rx_(cfg(w, chunks)), w_(w), workers_(workers), pool_(pool), out_(out) {}
   void begin(uint32_t round, Nanos now) {
     round_ = round;
     done_ = false;
@@ -93,10 +101,19 @@ class ResultSide final : public ltp::ReceiverSink, public ltp::PacketSink {
   void on_packet(std::span<const uint8_t> msg, Nanos now) { rx_.on_packet(msg, now, *this, *this); }
   void poll(Nanos now) { rx_.poll(now, *this, *this); }
   bool done() const { return done_; }
-  uint64_t chunks = 0, bubbles = 0, acks = 0;
+  uint64_t chunks = 0, bubbles = 0, acks = 0, wrong = 0;
 
-  void on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t>) override {
-    if (c.key.round == round_) ++chunks;
+  // Checks the first and the last value of every result chunk against the exact mean (a
+  // sample: reading the whole payload would cost the emulator more than the gateway's add).
+  void on_chunk(const ltp::ChunkRef& c, std::span<const uint8_t> payload) override {
+    if (c.key.round != round_) return;
+    ++chunks;
+    const size_t n = payload.size() / 4, first = static_cast<size_t>(c.chunk_index) * n;
+    float v0 = 0, v1 = 0;
+    if (n == 0) return;
+    std::memcpy(&v0, payload.data(), 4);
+    std::memcpy(&v1, payload.data() + 4 * (n - 1), 4);
+    if (v0 != mean_value(workers_, first) || v1 != mean_value(workers_, first + n - 1)) ++wrong;
   }
   void on_bubble(const ltp::ChunkRef&, ltp::FillRule) override { ++bubbles; }
   void on_transfer_end(const ltp::TransferSummary& s) override {
@@ -126,7 +143,7 @@ class ResultSide final : public ltp::ReceiverSink, public ltp::PacketSink {
     return c;
   }
   ltp::Receiver rx_;
-  uint32_t w_;
+  uint32_t w_, workers_;
   rte_mempool* pool_;
   AckBurst& out_;
   uint32_t round_ = 0;
@@ -145,10 +162,6 @@ int run(const Args& a, const std::vector<dp::Port>& ports, rte_mempool* pool) {
   const uint16_t port = ports[0].id;
   const size_t msg = wire::data_msg_len(static_cast<uint16_t>(a.payload));
   std::vector<uint8_t> values(a.payload);
-  for (size_t i = 0; i < a.payload / 4; ++i) {
-    const float v = 0.001f * static_cast<float>(i);
-    std::memcpy(values.data() + 4 * i, &v, 4);
-  }
   // frames[w * chunks + c]: worker w's push chunk c.
   std::vector<rte_mbuf*> frames(static_cast<size_t>(a.workers) * a.chunks);
   size_t round_off = 0;
@@ -169,6 +182,10 @@ int run(const Args& a, const std::vector<dp::Port>& ports, rte_mempool* pool) {
       }
       auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(hr + msg)));
       f.chunk_index = c;
+      for (size_t i = 0; i < a.payload / 4; ++i) {
+        const float v = push_value(w, static_cast<size_t>(c) * (a.payload / 4) + i);
+        std::memcpy(values.data() + 4 * i, &v, 4);
+      }
       wire::build_data_header(std::span<uint8_t>(p + hr, msg), f, static_cast<uint16_t>(a.payload));
       std::memcpy(p + hr + sizeof(wire::DataHeader), values.data(), a.payload);
       wire::finish_udp_frame(std::span<uint8_t>(p, hr + msg), spec, msg);
@@ -177,7 +194,7 @@ int run(const Args& a, const std::vector<dp::Port>& ports, rte_mempool* pool) {
   }
   AckBurst acks_out(port);
   std::vector<std::unique_ptr<ResultSide>> results;
-  for (uint32_t w = 0; w < a.workers; ++w) results.push_back(std::make_unique<ResultSide>(w, a.chunks, pool, acks_out));
+  for (uint32_t w = 0; w < a.workers; ++w) results.push_back(std::make_unique<ResultSide>(w, a.workers, a.chunks, pool, acks_out));
 
   const uint64_t hz = rte_get_tsc_hz();
   const double ns_per_tsc = 1e9 / static_cast<double>(hz);
@@ -255,16 +272,19 @@ int run(const Args& a, const std::vector<dp::Port>& ports, rte_mempool* pool) {
       next_report += hz;
     }
   }
-  uint64_t got = 0, bubbles = 0, acks = 0;
+  uint64_t got = 0, bubbles = 0, acks = 0, wrong = 0;
   for (auto& r : results) {
     got += r->chunks;
     bubbles += r->bubbles;
     acks += r->acks;
+    wrong += r->wrong;
   }
-  std::printf("workers %u pushes %llu rounds_done %llu result_chunks %llu result_bubbles %llu acks %llu stray %llu\n",
+  std::printf("workers %u pushes %llu rounds_done %llu result_chunks %llu result_bubbles %llu acks %llu stray %llu "
+              "wrong_results %llu\n",
               a.workers, static_cast<unsigned long long>(sent), static_cast<unsigned long long>(rounds),
               static_cast<unsigned long long>(got), static_cast<unsigned long long>(bubbles),
-              static_cast<unsigned long long>(acks), static_cast<unsigned long long>(stray));
+              static_cast<unsigned long long>(acks), static_cast<unsigned long long>(stray),
+              static_cast<unsigned long long>(wrong));
   for (auto* m : frames) rte_pktmbuf_free(m);
   return 0;
 }
