@@ -96,8 +96,7 @@ void Accumulator::finalise_chunk(uint32_t chunk, Finalise mode) {
   materialise(chunk);  // count 0: nothing arrived, the result is zero
   // Count 1: dividing changes nothing.
   if (mode == Finalise::kSum || counts_[chunk] <= 1) return;
-  auto d = chunk_data(chunk);
-  k_->divide(d.data(), d.size(), static_cast<float>(counts_[chunk]));
+  k_->divide(data_.get() + static_cast<size_t>(chunk) * chunk_elems_, chunk_elems(chunk), static_cast<float>(counts_[chunk]));
 }
 
 void Accumulator::reset() {

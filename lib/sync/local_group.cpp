@@ -347,7 +347,6 @@ bool LocalGroup::result_ready(uint32_t round, size_t first, std::span<const floa
     // reads result_ and is abandoned before it is overwritten.
     results_open_ = true;
     for (uint32_t c = 0; c < chunks_; ++c) res_missing_[c] = static_cast<uint32_t>(acc_->chunk_elems(c));
-    std::fill(res_sums_.begin(), res_sums_.end(), 0u);
     results_left_ = chunks_;
     for (uint32_t w = 0; w < cfg_.workers; ++w) {
       abandon_result(w);
