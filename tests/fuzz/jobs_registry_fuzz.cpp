@@ -6,8 +6,11 @@
 // as on the wire.
 // Invariants (trap on violation): a site never reserves more than its budget (memory, mbufs,
 // job count), nor keeps more records than its bound; a refusal always says why; a job running
-// and built at both sites has the same definition at both (the agreement the rounds rely on);
-// the same script gives the same result twice (no dependence on anything but the input).
+// and built at both sites has the same definition at both (the agreement the rounds rely on),
+// unless the script forged a peer's live announcement: a sender that speaks for the peer can
+// tell each site the other agreed to whatever it holds, and only sealed control traffic
+// (security:) keeps such a sender out; the same script gives the same result twice (no
+// dependence on anything but the input).
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -111,6 +114,7 @@ std::string run(std::span<const uint8_t> in) {
     sites[i] = Site{std::make_unique<Registry>(c, cost), c.self};
   }
   Nanos now = 0;
+  bool forged = false;  // a peer's live announcement that the peer did not send
   std::vector<uint8_t> buf;
   std::string text;
   for (int steps = 0; s.more() && steps < 512; ++steps) {
@@ -137,6 +141,8 @@ std::string run(std::span<const uint8_t> in) {
         const auto status = static_cast<JobStatus>(1 + s.u8() % 4);
         text.assign(s.u8() & 15, 'x');
         auto m = wire_trip(src, JobOp::kAnnounce, status, spec_from(s), text, buf);
+        const uint16_t peer = site.id == 1 ? 2 : 1;
+        forged |= m.src_node == peer && (m.status == JobStatus::kPending || m.status == JobStatus::kRunning);
         r.on_announce(m.src_node, m.spec, m.status, m.text, now);
         break;
       }
@@ -170,7 +176,7 @@ std::string run(std::span<const uint8_t> in) {
   }
   // Agreement: a job running and built at both sites has one definition.
   std::string digest;
-  for (const auto& a : sites[0].r->jobs()) {
+  for (const auto& a : forged ? std::vector<sg::jobs::JobView>{} : sites[0].r->jobs()) {
     const auto* b = sites[1].r->find(a.spec.id);
     if (b && a.status == JobStatus::kRunning && b->status == JobStatus::kRunning && a.built && b->built)
       check(a.spec == b->spec);
