@@ -25,10 +25,10 @@ namespace sg::simbench {
 
 namespace {
 // As wan-suite runs the testbed: ten warm-up rounds (the controller's first plans settle in
-// them), then the median of three.
-constexpr int kRounds = 13, kReported = 3;
+// them), then the median of ten.
+constexpr int kRounds = 20, kReported = 10;
 // A profile whose rates change on a schedule: the mean of 30 rounds after the warm-up (several
-// whole cycles), as wan-suite measures the testbed there; three rounds sample one phase.
+// whole cycles), as wan-suite measures the testbed there; ten rounds sample one phase.
 constexpr int kCyclicReported = 30;
 
 // The gateway config scripts/testbed writes for a WAN profile (--wan), as far as the control
