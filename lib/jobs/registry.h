@@ -15,7 +15,9 @@
 //               definitions that differ refuse the job at both sites, each naming the other
 //               site and the field. A job runs once every peer announced the same definition
 //               as admitted there (pending or running): every site has reserved its cost,
-//               so none can refuse it later.
+//               so none can refuse it later. It takes a peer's announcements for that
+//               peer's: a host that speaks for the peers can tell each site the others agreed
+//               to what it holds. Sealed control traffic (security:) keeps such hosts out.
 //   refusal     A refusal is announced too (for `refusal_hold`), and every site that hears
 //               it refuses the job, so no site waits for one that will never come; after the
 //               hold, workers that join again are judged afresh (memory may have freed up).
