@@ -53,7 +53,7 @@ AggError Accumulator::add(uint32_t chunk, std::span<const uint8_t> payload, uint
   if (AggError e = can_add(chunk, contributors); e != AggError::kOk) return e;
   const size_t n = chunk_elems(chunk);
   if (payload.size() != n * sizeof(float)) return AggError::kLength;
-  float* dst = data_.get() + static_cast<size_t>(chunk) * chunk_elems_;
+  float* dst = slice(chunk).data();
   if (fresh_[chunk])
     std::memcpy(dst, payload.data(), payload.size());  // the first contribution: nothing to add to
   else
@@ -64,22 +64,23 @@ AggError Accumulator::add(uint32_t chunk, std::span<const uint8_t> payload, uint
 
 void Accumulator::materialise(uint32_t chunk) const {
   if (!fresh_[chunk]) return;
-  std::memset(data_.get() + static_cast<size_t>(chunk) * chunk_elems_, 0, chunk_elems(chunk) * sizeof(float));
+  const std::span<float> d = slice(chunk);
+  std::memset(d.data(), 0, d.size_bytes());
   fresh_[chunk] = 0;
 }
 
 Accumulator::Target Accumulator::decode_target(uint32_t chunk) {
-  return {{data_.get() + static_cast<size_t>(chunk) * chunk_elems_, chunk_elems(chunk)}, fresh_[chunk] != 0};
+  return {slice(chunk), fresh_[chunk] != 0};
 }
 
 std::span<float> Accumulator::chunk_data(uint32_t chunk) {
   materialise(chunk);
-  return {data_.get() + static_cast<size_t>(chunk) * chunk_elems_, chunk_elems(chunk)};
+  return slice(chunk);
 }
 
 std::span<const float> Accumulator::chunk_values(uint32_t chunk) const {
   materialise(chunk);
-  return {data_.get() + static_cast<size_t>(chunk) * chunk_elems_, chunk_elems(chunk)};
+  return slice(chunk);
 }
 
 std::span<const float> Accumulator::values() const {
@@ -96,7 +97,8 @@ void Accumulator::finalise_chunk(uint32_t chunk, Finalise mode) {
   materialise(chunk);  // count 0: nothing arrived, the result is zero
   // Count 1: dividing changes nothing.
   if (mode == Finalise::kSum || counts_[chunk] <= 1) return;
-  k_->divide(data_.get() + static_cast<size_t>(chunk) * chunk_elems_, chunk_elems(chunk), static_cast<float>(counts_[chunk]));
+  const std::span<float> d = slice(chunk);
+  k_->divide(d.data(), d.size(), static_cast<float>(counts_[chunk]));
 }
 
 void Accumulator::reset() {

@@ -100,6 +100,10 @@ class Accumulator {
   const AddKernels* k_;
   // Zeroes chunk c if it is fresh. Logically const: a fresh chunk's value is zero already.
   void materialise(uint32_t chunk) const;
+  // Chunk `chunk`'s slice of the storage as it is (fresh chunks hold stale values).
+  std::span<float> slice(uint32_t chunk) const {
+    return {data_.get() + static_cast<size_t>(chunk) * chunk_elems_, chunk_elems(chunk)};
+  }
 
   std::unique_ptr<float[], FreeAligned> data_;  // 64-byte aligned, padded to 64 bytes
   std::unique_ptr<uint32_t[]> counts_;

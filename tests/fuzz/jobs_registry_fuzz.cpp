@@ -141,7 +141,7 @@ std::string run(std::span<const uint8_t> in) {
         const auto status = static_cast<JobStatus>(1 + s.u8() % 4);
         text.assign(s.u8() & 15, 'x');
         auto m = wire_trip(src, JobOp::kAnnounce, status, spec_from(s), text, buf);
-        const uint16_t peer = site.id == 1 ? 2 : 1;
+        const uint16_t peer = sites[1 - (op >> 7)].id;
         forged |= m.src_node == peer && (m.status == JobStatus::kPending || m.status == JobStatus::kRunning);
         r.on_announce(m.src_node, m.spec, m.status, m.text, now);
         break;
@@ -176,11 +176,12 @@ std::string run(std::span<const uint8_t> in) {
   }
   // Agreement: a job running and built at both sites has one definition.
   std::string digest;
-  for (const auto& a : forged ? std::vector<sg::jobs::JobView>{} : sites[0].r->jobs()) {
-    const auto* b = sites[1].r->find(a.spec.id);
-    if (b && a.status == JobStatus::kRunning && b->status == JobStatus::kRunning && a.built && b->built)
-      check(a.spec == b->spec);
-  }
+  if (!forged)
+    for (const auto& a : sites[0].r->jobs()) {
+      const auto* b = sites[1].r->find(a.spec.id);
+      if (b && a.status == JobStatus::kRunning && b->status == JobStatus::kRunning && a.built && b->built)
+        check(a.spec == b->spec);
+    }
   for (const auto& site : sites)
     for (const auto& v : site.r->jobs())
       digest += std::to_string(v.spec.id) + ":" + std::to_string(static_cast<int>(v.status)) + ":" + v.reason + ";";
