@@ -525,12 +525,13 @@ void Gateway::print_job_summary(const JobStack& js) const {
     const auto& st = js.agent->stats();
     std::printf("[%s] policy%s: version %u in force, %llu switches, %llu proposals (coordinator, %llu of them back to a "
                 "plan that measured faster), last modelled gain %.2f; rows sent %llu received %llu; probe trains sent %llu, "
-                "measured %llu\n",
+                "timed %llu, lower bounds %llu\n",
                 c.site.name.c_str(), stacks_.size() > 1 ? (" of job " + std::to_string(c.job.id)).c_str() : "",
                 js.policy_version, (unsigned long long)st.switches.load(), (unsigned long long)st.proposals.load(),
                 (unsigned long long)st.regrets.load(),
                 st.last_gain.load(), (unsigned long long)st.rows_sent.load(), (unsigned long long)st.rows_received.load(),
-                (unsigned long long)st.probe_trains_sent.load(), (unsigned long long)st.probe_results.load());
+                (unsigned long long)st.probe_trains_sent.load(), (unsigned long long)st.probe_results.load(),
+                (unsigned long long)st.probe_bounds.load());
   }
   if (const int64_t lag = rc.update_lag_ns.load(); lag >= 0 && c.sync.mode != config::SyncMode::kSelmcast)
     std::printf("[%s] job %u: workers' update lag %.1f ms (their compute per round), of which %.1f ms from the update's "

@@ -191,9 +191,12 @@ std::string metrics_text(const Gateway& gw) {
     value(o, "measurement_rows_total", site + "," + label("direction", "sent"), static_cast<double>(st.rows_sent.load()));
     value(o, "measurement_rows_total", site + "," + label("direction", "received"),
           static_cast<double>(st.rows_received.load()));
-    metric(o, "probe_trains_total", "counter", "Probe trains sent, and trains measured from peers.");
+    metric(o, "probe_trains_total", "counter",
+           "Probe trains sent, peers' trains timed, and peers' trains too quick to time (taken as lower bounds).");
     value(o, "probe_trains_total", site + "," + label("direction", "sent"), static_cast<double>(st.probe_trains_sent.load()));
     value(o, "probe_trains_total", site + "," + label("direction", "measured"), static_cast<double>(st.probe_results.load()));
+    value(o, "probe_trains_total", site + "," + label("direction", "bound"),
+          static_cast<double>(st.probe_bounds.load()));
   }
   return o;
 }

@@ -107,6 +107,7 @@ void PolicyAgent::publish_stats() {
   stats_.regrets.store(c.regrets, std::memory_order_relaxed);
   stats_.probe_trains_sent.store(p.probe_trains_sent, std::memory_order_relaxed);
   stats_.probe_results.store(p.probe_results, std::memory_order_relaxed);
+  stats_.probe_bounds.store(plane_.probe_receiver().bounds(), std::memory_order_relaxed);
   stats_.last_gain.store(c.last_gain, std::memory_order_relaxed);
 }
 

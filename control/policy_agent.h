@@ -35,6 +35,7 @@ struct AgentStats {
   std::atomic<uint64_t> replans_considered{0}, codec_proposals{0};
   std::atomic<uint64_t> regrets{0};  // new trees that measured slower: the plan before came back
   std::atomic<uint64_t> probe_trains_sent{0}, probe_results{0};
+  std::atomic<uint64_t> probe_bounds{0};  // trains too quick to time: lower bounds (probes.h)
   std::atomic<double> last_gain{0};
 };
 

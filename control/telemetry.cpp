@@ -197,6 +197,7 @@ int policy_cb(const char*, const char*, rte_tel_data* d) {
     rte_tel_data_add_dict_u64(d, "rows_received", a->stats().rows_received.load());
     rte_tel_data_add_dict_u64(d, "probe_trains_sent", a->stats().probe_trains_sent.load());
     rte_tel_data_add_dict_u64(d, "probe_results", a->stats().probe_results.load());
+    rte_tel_data_add_dict_u64(d, "probe_bounds", a->stats().probe_bounds.load());
   }
   return 0;
 }

@@ -49,11 +49,13 @@ void GatewayHandler::handle_ltp_st(EngineIo& io, uint16_t port_index, rte_mbuf* 
   JobSlot* js = in.job;
   if (js && js->ctl_in && to_control) {
     // Control-plane messages belong to the control thread: the frame moves there whole. A
-    // probe's arrival time is what it measures: stamped now, in the frame the control thread
-    // reads (the control thread may read it many microseconds later).
+    // probe's arrival time is what it measures: stamped here, in the frame the control thread
+    // reads (it may read it many microseconds later). The stamp is the receive burst's time,
+    // the same for every packet read with it, so the receiver can tell packets that waited
+    // to be read together (their spacing is lost) from ones read as they came (probes.h).
     if (in.common.type == wire::MsgType::kProbe)
       wire::stamp_probe_arrival(std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*) + in.off, in.msg.size()),
-                                static_cast<uint64_t>(now_ns(rte_rdtsc())));  // this packet's own time
+                                static_cast<uint64_t>(now_ns(in.now_tsc)));
     if (rte_ring_enqueue(js->ctl_in, m) != 0) {
       ltp_.control_full.add();
       rte_pktmbuf_free(m);

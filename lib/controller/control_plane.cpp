@@ -34,13 +34,15 @@ ControlPlaneConfig control_plane_config(const config::GatewayConfig& cfg) {
   c.probe.rate_bytes_per_s = cfg.topology.probe_rate_kbit * 1000.0 / 8;
   c.probe.packet_bytes = cfg.transport.chunk_bytes;
   c.probe.train_packets = 16;  // software timestamps: a longer train, measured over its second half
+  // A packet may wait out a whole idle sleep before it is read.
+  c.probe.resolution = std::max<Nanos>(kMilli, static_cast<Nanos>(cfg.dataplane.idle_sleep_max_us) * kMicro);
   c.controller.expect_full_view = cfg.topology.probes;
   return c;
 }
 
 ControlPlane::ControlPlane(ControlPlaneConfig cfg, const topo::Plan& initial)
     : cfg_(std::move(cfg)), n_(cfg_.controller.sites), self_(cfg_.controller.self), ctl_(cfg_.controller),
-      est_(with_sites(cfg_.estimator, cfg_.controller.sites)), prober_(n_, self_, cfg_.probe), probe_rx_(n_),
+      est_(with_sites(cfg_.estimator, cfg_.controller.sites)), prober_(n_, self_, cfg_.probe), probe_rx_(n_, cfg_.probe.resolution),
       reassembly_(static_cast<size_t>(n_)), policy_out_(static_cast<size_t>(n_)), policy_out_off_(static_cast<size_t>(n_), 0),
       peer_restarts_(static_cast<size_t>(n_), 0), current_(initial) {
   policy::GatewayConfig pc;
@@ -182,8 +184,15 @@ void ControlPlane::on_probe(int from, std::span<const uint8_t> msg, Nanos now) {
   ++stats_.probe_packets_in;
   const Nanos rx = p->rx_ts ? static_cast<Nanos>(p->rx_ts) : now;
   ProbeResult r;
-  if (probe_rx_.on_packet(from, p->train, p->seq, p->count, p->payload_len, rx, r)) {
-    est_.on_probe_pair(static_cast<uint16_t>(r.from), static_cast<uint16_t>(self_), r.bytes, r.spread, r.at);
+  if (probe_rx_.on_packet(from, p->train, p->seq, p->count, p->payload_len, rx, r)) take_probe(r);
+}
+
+void ControlPlane::take_probe(const ProbeResult& r) {
+  const auto from = static_cast<uint16_t>(r.from), to = static_cast<uint16_t>(self_);
+  if (r.bound) {
+    est_.on_probe_bound(from, to, r.bytes / seconds(r.spread), r.at);
+  } else {
+    est_.on_probe_pair(from, to, r.bytes, r.spread, r.at);
     ++stats_.probe_results;
   }
 }
@@ -246,10 +255,7 @@ Nanos ControlPlane::tick(Nanos now, uint32_t completed, std::span<const uint64_t
     last_row_at_ = now;
     send_row(now, completed);
   }
-  for (const ProbeResult& r : probe_rx_.expire(now)) {
-    est_.on_probe_pair(static_cast<uint16_t>(r.from), static_cast<uint16_t>(self_), r.bytes, r.spread, r.at);
-    ++stats_.probe_results;
-  }
+  for (const ProbeResult& r : probe_rx_.expire(now)) take_probe(r);
   if (coordinator() && gw_->synced() && !gw_->switch_in_progress()) {
     // Against the plan last proposed: agreed, it is what the next rounds run, even while its
     // switch round is still ahead (lib/policy re-proposes an aborted attempt by itself).

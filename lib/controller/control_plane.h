@@ -118,6 +118,7 @@ class ControlPlane {
  private:
   void on_control(int from, std::span<const uint8_t> msg, Nanos now);
   void on_probe(int from, std::span<const uint8_t> msg, Nanos now);
+  void take_probe(const ProbeResult& r);  // a timed train, or a lower bound (probes.h)
   void on_policy_bytes(int from, std::span<const uint8_t> part, Nanos now);
   void send_policy(const policy::Message& m, Nanos now);
   void flush_policy(int to, Nanos now);

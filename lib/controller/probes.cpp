@@ -44,21 +44,52 @@ std::vector<ProbeOrder> ProbeScheduler::due(Nanos now, std::span<const uint64_t>
 
 bool ProbeReceiver::finish(int from, Train& t, ProbeResult& out) {
   t.open = false;
-  const bool half = t.mid >= 0 && t.last > t.mid && t.got - (t.count + 1) / 2 >= 2;
-  if (t.got < 2 || t.last <= t.first) {
+  if (t.got < 2) {
     ++dropped_;
     return false;
   }
+  // The middle packet in arrival order, when at least two more follow it; else the first.
+  const int mid = (t.count + 1) / 2 - 1;
+  const int start = t.got >= mid + 3 ? mid : 0;
+  const Nanos t0 = t.rx[start];
+  uint32_t bytes = 0;
+  int packets = 0, reads = 0;
+  Nanos prev = t0, last = t0;
+  for (int i = start + 1; i < t.got; ++i) {
+    if (t.rx[i] <= t0) continue;  // read with the start (or stamped out of order): not timed
+    if (t.rx[i] != prev) ++reads;
+    prev = t.rx[i];
+    last = std::max(last, t.rx[i]);
+    bytes += t.bytes[i];
+    ++packets;
+  }
   out.from = from;
-  out.bytes = half ? t.bytes_mid : t.bytes;
-  out.spread = half ? t.last - t.mid : t.last - t.first;
-  out.at = t.last;
+  out.at = std::max(last, t.last);
+  if (last - t0 < resolution_ || reads < kMinReads || packets > kMaxPerRead * reads) {
+    // Too quick or read in batches to time: a lower bound over the whole train.
+    ++bounds_;
+    uint32_t all = 0;
+    Nanos lo = t.rx[0], hi = t.rx[0];
+    for (int i = 1; i < t.got; ++i) {
+      all += t.bytes[i];
+      lo = std::min(lo, t.rx[i]);
+      hi = std::max(hi, t.rx[i]);
+    }
+    out.bytes = all;
+    out.spread = hi - lo + resolution_;
+    out.bound = true;
+    return true;
+  }
+  out.bound = false;
+  out.bytes = bytes;
+  out.spread = last - t0;
   return true;
 }
 
 bool ProbeReceiver::on_packet(int from, uint32_t train, uint16_t seq, uint16_t count, uint32_t bytes, Nanos rx,
                               ProbeResult& out) {
-  if (from < 0 || from >= static_cast<int>(trains_.size()) || count < 2 || seq >= count) {
+  if (from < 0 || from >= static_cast<int>(trains_.size()) || count < 2 || count > wire::kProbeMaxCount ||
+      seq >= count) {
     ++dropped_;
     return false;
   }
@@ -66,18 +97,19 @@ bool ProbeReceiver::on_packet(int from, uint32_t train, uint16_t seq, uint16_t c
   bool reported = false;
   if (t.open && t.id != train) reported = finish(from, t, out);  // a new train ends the old one
   if (!t.open) {
-    t = Train{};
     t.open = true;
     t.id = train;
     t.count = count;
-    t.first = rx;
-  } else {
-    t.bytes += bytes;  // bytes after the first arrival
-    if (t.mid >= 0) t.bytes_mid += bytes;
+    t.got = 0;
   }
+  if (t.got >= t.count) {  // a duplicate beyond the train's length
+    ++dropped_;
+    return reported;
+  }
+  t.rx[t.got] = rx;
+  t.bytes[t.got] = bytes;
   t.last = rx;
   ++t.got;
-  if (t.mid < 0 && t.got == (t.count + 1) / 2) t.mid = rx;
   if (t.got >= t.count) {
     ProbeResult r;
     if (finish(from, t, r)) {

@@ -174,6 +174,22 @@ void LinkEstimator::on_probe_pair(uint16_t from, uint16_t to, uint32_t bytes, Na
   l->probe_at = at;
 }
 
+void LinkEstimator::on_probe_bound(uint16_t from, uint16_t to, double bytes_per_s, Nanos at) {
+  Link* l = link(from, to);
+  if (!l || !(bytes_per_s > 0)) {
+    ++dropped_;
+    return;
+  }
+  for (uint32_t i = 0; i < std::min<uint32_t>(l->probes, 3); ++i) l->probe_last[i] = std::max(l->probe_last[i], bytes_per_s);
+  if (l->probes < 3) {
+    l->probe = std::max(l->probe, bytes_per_s);
+  } else {
+    const double a = l->probe_last[0], b = l->probe_last[1], c = l->probe_last[2];
+    l->probe = std::max(std::min(a, b), std::min(std::max(a, b), c));
+  }
+  l->probe_at = at;
+}
+
 void LinkEstimator::on_loss(uint16_t from, uint16_t to, uint32_t sent, uint32_t lost) {
   Link* l = link(from, to);
   if (!l || lost > sent) {

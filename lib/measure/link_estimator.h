@@ -116,6 +116,9 @@ class LinkEstimator {
   void on_arrival(const ArrivalSample& s);
   // Packet pair: `bytes` of the second packet arrived `gap` after the first.
   void on_probe_pair(uint16_t from, uint16_t to, uint32_t bytes, Nanos gap, Nanos at);
+  // A probe train too quick to time: the link carries at least `bytes_per_s`. Probe figures
+  // below it rise to it; a link never probed takes it as its probe figure.
+  void on_probe_bound(uint16_t from, uint16_t to, double bytes_per_s, Nanos at);
   // Per round and link: chunks sent and how many were lost (e.g. from SACK gaps).
   void on_loss(uint16_t from, uint16_t to, uint32_t sent, uint32_t lost);
   // What is known before any measurement (configuration, the last job): capacity and,

@@ -59,8 +59,9 @@ struct Cluster {
   std::vector<uint64_t> sent_to;
   int n;
 
+  // `probe_resolution`: this network's arrival times are exact, as a NIC's timestamps are.
   Cluster(int sites, bool probes = false, uint64_t model = 64ull << 20, uint16_t shards = 4, bool selmcast = false,
-          double uplink = 0)
+          double uplink = 0, Nanos probe_resolution = 10 * kMicro)
       : n(sites) {
     sent_to.assign(static_cast<size_t>(sites), 0);
     net.busy_until.assign(64 * 64, 0);
@@ -87,6 +88,7 @@ struct Cluster {
     base.probe.train_packets = 4;
     base.probe.idle_after = 0;
     base.probe.min_period = 100 * kMilli;
+    base.probe.resolution = probe_resolution;
     const topo::Plan first = Controller(base.controller).initial_plan();
     for (int i = 0; i < sites; ++i) {
       ControlPlaneConfig c = base;
@@ -282,6 +284,25 @@ TEST(ControlPlane, ProbeTrainsBecomeMeasurementsAtTheReceiver) {
       // Probe packets are 1000 B of padding behind a 40 B header; the link serialises the
       // whole message, so the train measures 1000/1040 of the link's rate.
       EXPECT_NEAR(s.probe_bytes_per_s, c.net.rate * 1000 / 1040, 0.02 * c.net.rate) << k << "->" << i;
+    }
+  }
+}
+
+// With software stamps (a millisecond of timing noise) a 4-packet train at 100 MB/s (31 us)
+// cannot be timed: each says only that its link carries at least 3000 B per 1.03 ms.
+TEST(ControlPlane, ProbeTrainsTooQuickToTimeGiveLowerBounds) {
+  Cluster c(3, true, 64ull << 20, 4, false, 0, kMilli);
+  c.run(2 * kSecond, 0);
+  EXPECT_GT(c.net.probes, 0u);
+  const double bound = 3000 / (3 * 1040 / c.net.rate + 1e-3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(c.planes[i]->stats().probe_results, 0u) << i;
+    EXPECT_GT(c.planes[i]->probe_receiver().bounds(), 0u) << i;
+    for (int k = 0; k < 3; ++k) {
+      if (k == i) continue;
+      const auto s = c.planes[i]->estimator().summary(static_cast<uint16_t>(k), static_cast<uint16_t>(i), c.net.now);
+      EXPECT_NEAR(s.probe_bytes_per_s, bound, 0.02 * bound) << k << "->" << i;
+      EXPECT_LT(s.probe_bytes_per_s, c.net.rate) << "a lower bound, never above the link";
     }
   }
 }

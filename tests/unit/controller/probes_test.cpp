@@ -63,8 +63,12 @@ TEST(ProbeScheduler, ZeroRateProbesNothing) {
   for (Nanos t = 0; t < 10 * kSecond; t += 10 * kMilli) EXPECT_TRUE(p.due(t, sent).empty());
 }
 
+// The receivers below time trains of tens of microseconds: their stamps are exact (a NIC's
+// arrival timestamps), so their resolution is 5 us.
+constexpr Nanos kExact = 5 * kMicro;
+
 TEST(ProbeReceiver, DispersionOfACompleteTrain) {
-  ProbeReceiver r(3);
+  ProbeReceiver r(3, kExact);
   ProbeResult out;
   // 8 packets of 1000 B spaced 10 us: the path carried 1000 B per 10 us = 100 MB/s.
   for (uint16_t k = 0; k < 7; ++k) EXPECT_FALSE(r.on_packet(2, 5, k, 8, 1000, 1000 + k * 10 * kMicro, out));
@@ -78,7 +82,7 @@ TEST(ProbeReceiver, DispersionOfACompleteTrain) {
 TEST(ProbeReceiver, ATrainWhoseStartWasReadInOneBatchStillMeasuresTheLink) {
   // The receiving engine slept: packets 0-2 were read together at 20 us, the rest as they
   // came, every 10 us. Measured over the whole train the link would look 40% faster.
-  ProbeReceiver r(2);
+  ProbeReceiver r(2, kExact);
   ProbeResult out;
   for (uint16_t k = 0; k < 3; ++k) r.on_packet(1, 1, k, 8, 1000, 20 * kMicro, out);
   bool done = false;
@@ -87,8 +91,60 @@ TEST(ProbeReceiver, ATrainWhoseStartWasReadInOneBatchStillMeasuresTheLink) {
   EXPECT_NEAR(out.bytes / seconds(out.spread), 100e6, 1);
 }
 
+TEST(ProbeReceiver, ATrainReadInBatchesIsALowerBound) {
+  // 16 packets on a 100 MB/s link (10 us apart), but the reader slept: it read them in two
+  // bursts, each packet stamped with its burst's time. Timed, the second half would read
+  // 8000 B in 0 s (or, with the split at its middle, in whatever the sleep lasted). All it
+  // says: 15000 B took at most the 80 us between the reads plus the reader's noise (1 ms).
+  ProbeReceiver r(2, kMilli);
+  ProbeResult out;
+  bool done = false;
+  for (uint16_t k = 0; k < 16; ++k) done = r.on_packet(1, 3, k, 16, 1000, (k < 10 ? 90 : 170) * kMicro, out);
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(out.bound);
+  EXPECT_EQ(out.bytes, 15000u);
+  EXPECT_EQ(out.spread, 80 * kMicro + kMilli);
+  EXPECT_LT(out.bytes / seconds(out.spread), 1e8) << "no more than the link";
+  EXPECT_EQ(r.bounds(), 1u);
+  // Released four at a time (an emulator's quantum, a NIC's interrupt moderation): after the
+  // middle, eight packets in two reads. Each read's packets arrived anywhere since the read
+  // before, so the spread is known only to within a batch's interval: half the figure.
+  ProbeReceiver exact(2, kExact);
+  for (uint16_t k = 0; k < 16; ++k) done = exact.on_packet(1, 4, k, 16, 1000, kMilli + (k / 4) * 40 * kMicro, out);
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(out.bound);
+  EXPECT_EQ(exact.bounds(), 1u);
+  // Pairs read together (a fast link, a reader polling about once per packet) still time it.
+  for (uint16_t k = 0; k < 16; ++k) done = exact.on_packet(1, 5, k, 16, 1000, 2 * kMilli + (k / 2) * 20 * kMicro, out);
+  ASSERT_TRUE(done);
+  EXPECT_FALSE(out.bound);
+  EXPECT_EQ(exact.bounds(), 1u);
+  EXPECT_EQ(out.bytes, 8000u) << "packets 8-15, read after the middle packet's read";
+  EXPECT_NEAR(out.bytes / seconds(out.spread), 100e6, 1);
+  EXPECT_EQ(r.dropped() + exact.dropped(), 0u);
+}
+
+TEST(ProbeReceiver, ATrainQuickerThanTheResolutionIsALowerBound) {
+  // 70 us of dispersion against a millisecond of timing noise (a reader's idle sleep, the
+  // path's jitter): the figure could be anything above 8 MB/s, so that is all it says.
+  ProbeReceiver r(2, kMilli);
+  ProbeResult out;
+  bool done = false;
+  for (uint16_t k = 0; k < 8; ++k) done = r.on_packet(1, 6, k, 8, 1000, k * 10 * kMicro, out);
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(out.bound);
+  EXPECT_EQ(out.bytes, 7000u);
+  EXPECT_EQ(out.spread, 70 * kMicro + kMilli);
+  // The same train on a 1 MB/s link (1 ms apart) outlasts the noise and is timed.
+  for (uint16_t k = 0; k < 8; ++k) done = r.on_packet(1, 7, k, 8, 1000, k * kMilli, out);
+  ASSERT_TRUE(done);
+  EXPECT_FALSE(out.bound);
+  EXPECT_NEAR(out.bytes / seconds(out.spread), 1e6, 1);
+  EXPECT_EQ(r.bounds(), 1u);
+}
+
 TEST(ProbeReceiver, ALossyTrainIsReportedWhenItGoesQuiet) {
-  ProbeReceiver r(2, 100 * kMilli);
+  ProbeReceiver r(2, kExact, 100 * kMilli);
   ProbeResult out;
   r.on_packet(1, 9, 0, 8, 1000, 0, out);
   r.on_packet(1, 9, 3, 8, 1000, 30 * kMicro, out);
@@ -101,15 +157,21 @@ TEST(ProbeReceiver, ALossyTrainIsReportedWhenItGoesQuiet) {
 }
 
 TEST(ProbeReceiver, NonsenseIsDroppedAndCounted) {
-  ProbeReceiver r(2);
+  ProbeReceiver r(2, kExact);
   ProbeResult out;
   EXPECT_FALSE(r.on_packet(5, 1, 0, 8, 1000, 0, out));   // unknown site
   EXPECT_FALSE(r.on_packet(1, 1, 9, 8, 1000, 0, out));   // seq beyond count
   EXPECT_FALSE(r.on_packet(1, 1, 0, 1, 1000, 0, out));   // a train of one
-  EXPECT_EQ(r.dropped(), 3u);
-  // All arrivals at the same instant: no spread, no rate.
-  for (uint16_t k = 0; k < 4; ++k) EXPECT_FALSE(r.on_packet(1, 2, k, 4, 1000, 77, out));
+  EXPECT_FALSE(r.on_packet(1, 1, 0, 65, 1000, 0, out));  // longer than any train
   EXPECT_EQ(r.dropped(), 4u);
+  // All arrivals read at one instant: no spread, only a bound (3000 B within the resolution).
+  bool done = false;
+  for (uint16_t k = 0; k < 4; ++k) done = r.on_packet(1, 2, k, 4, 1000, 77, out);
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(out.bound);
+  EXPECT_EQ(out.spread, kExact);
+  EXPECT_EQ(r.dropped(), 4u);
+  EXPECT_EQ(r.bounds(), 1u);
 }
 
 }  // namespace

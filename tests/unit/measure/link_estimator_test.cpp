@@ -313,6 +313,33 @@ TEST(LinkEstimator, IdleLinkFallsBackToProbeThenPrior) {
   EXPECT_NEAR(s.bytes_per_s, 100e6, 1);
 }
 
+TEST(LinkEstimator, ALowerBoundRaisesProbeFiguresBelowItAndNoOthers) {
+  LinkEstimator est(cfg());
+  const auto probe = [&](double bytes_per_s, Nanos at) {
+    est.on_probe_pair(1, 2, 1500, static_cast<Nanos>(1500 / bytes_per_s * 1e9), at);
+    return est.summary(1, 2, at).probe_bytes_per_s;
+  };
+  const auto bound = [&](double bytes_per_s, Nanos at) {
+    est.on_probe_bound(1, 2, bytes_per_s, at);
+    return est.summary(1, 2, at).probe_bytes_per_s;
+  };
+  EXPECT_NEAR(bound(20e6, 1 * kSecond), 20e6, 1) << "a link never probed: the bound is what is known";
+  EXPECT_EQ(est.summary(1, 2, kSecond).source, Source::kProbe);
+  EXPECT_NEAR(probe(5e6, 2 * kSecond), 5e6, 1) << "a timed train replaces it";
+  EXPECT_NEAR(probe(4e6, 3 * kSecond), 4e6, 1);
+  EXPECT_NEAR(probe(6e6, 4 * kSecond), 5e6, 1) << "median of 4, 5, 6";
+  // The link came back to 100 MB/s and its trains are now too quick to time: each says at
+  // least 20 MB/s, which every stored result is below.
+  EXPECT_NEAR(bound(20e6, 5 * kSecond), 20e6, 1);
+  EXPECT_EQ(est.summary(1, 2, 5 * kSecond).probe_at, 5 * kSecond);
+  EXPECT_NEAR(probe(100e6, 6 * kSecond), 20e6, 1) << "one fast train among two raised ones";
+  EXPECT_NEAR(probe(100e6, 7 * kSecond), 100e6, 1);
+  EXPECT_NEAR(bound(20e6, 8 * kSecond), 100e6, 1) << "a bound below the figure says nothing new";
+  est.on_probe_bound(1, 2, -1, 9 * kSecond);
+  est.on_probe_bound(9, 2, 1e6, 9 * kSecond);
+  EXPECT_EQ(est.dropped_samples(), 2u);
+}
+
 TEST(LinkEstimator, ProbesFollowAStepInTwoTrainsAndIgnoreOneOddTrain) {
   LinkEstimator est(cfg());
   const auto probe = [&](double bytes_per_s, Nanos at) {
