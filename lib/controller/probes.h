@@ -91,7 +91,8 @@ class ProbeReceiver {
   static constexpr int kMinReads = 2;     // reads after the start
   static constexpr int kMaxPerRead = 2;   // packets per read, on average
 
-  explicit ProbeReceiver(int sites, Nanos resolution = kMilli, Nanos quiet = 200 * kMilli)
+  // `resolution`: ProbeSettings::resolution.
+  ProbeReceiver(int sites, Nanos resolution, Nanos quiet = 200 * kMilli)
       : resolution_(resolution), quiet_(quiet), trains_(static_cast<size_t>(sites)) {}
   // One probe packet from site `from` (train, seq, count), `bytes` long, read at `rx`.
   // Returns a result when this packet completes its train.

@@ -162,16 +162,20 @@ void LinkEstimator::on_probe_pair(uint16_t from, uint16_t to, uint32_t bytes, Na
   // The median of the last three trains: one odd train (a compressed or stretched
   // dispersion) is ignored, and a link that really changed shows it after two trains. An
   // average follows a step only slowly (with weight 1/4 a tenfold drop took eight trains).
-  const double rate = bytes / seconds(gap);
-  l->probe_last[l->probes % 3] = rate;
+  l->probe_last[l->probes % 3] = bytes / seconds(gap);
   ++l->probes;
-  if (l->probes < 3) {
-    l->probe = rate;
-  } else {
-    const double a = l->probe_last[0], b = l->probe_last[1], c = l->probe_last[2];
-    l->probe = std::max(std::min(a, b), std::min(std::max(a, b), c));
-  }
+  settle_probe(*l);
   l->probe_at = at;
+}
+
+// The latest result until three are in, then the median of the last three.
+void LinkEstimator::settle_probe(Link& l) {
+  if (l.probes < 3) {
+    l.probe = l.probe_last[(l.probes - 1) % 3];
+    return;
+  }
+  const double a = l.probe_last[0], b = l.probe_last[1], c = l.probe_last[2];
+  l.probe = std::max(std::min(a, b), std::min(std::max(a, b), c));
 }
 
 void LinkEstimator::on_probe_bound(uint16_t from, uint16_t to, double bytes_per_s, Nanos at) {
@@ -180,12 +184,11 @@ void LinkEstimator::on_probe_bound(uint16_t from, uint16_t to, double bytes_per_
     ++dropped_;
     return;
   }
-  for (uint32_t i = 0; i < std::min<uint32_t>(l->probes, 3); ++i) l->probe_last[i] = std::max(l->probe_last[i], bytes_per_s);
-  if (l->probes < 3) {
+  if (l->probes == 0) {
     l->probe = std::max(l->probe, bytes_per_s);
   } else {
-    const double a = l->probe_last[0], b = l->probe_last[1], c = l->probe_last[2];
-    l->probe = std::max(std::min(a, b), std::min(std::max(a, b), c));
+    for (uint32_t i = 0; i < std::min<uint32_t>(l->probes, 3); ++i) l->probe_last[i] = std::max(l->probe_last[i], bytes_per_s);
+    settle_probe(*l);
   }
   l->probe_at = at;
 }

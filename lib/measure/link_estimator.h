@@ -199,6 +199,7 @@ class LinkEstimator {
     double loss = 0;
     RoundMin owd_min;  // one-way delays (the clocks' offset included)
   };
+  static void settle_probe(Link& l);  // the probe figure from the stored results
 
   Link* link(uint16_t from, uint16_t to);
   const Link* link(uint16_t from, uint16_t to) const;
