@@ -55,6 +55,18 @@ def cover_rounds(a, do, buf, fill, warm, times):
     return agree(do, buf, fill, int(math.ceil(left / max(pace, 1e-3))) if left > 0 else 0)
 
 
+def off_fraction(got, expect):
+    """(fraction of values off the expected mean by more than 1e-3 of it, largest error). The
+    check runs between rounds on the machine the gateways share: two reductions settle the
+    usual all-exact case without the 50 MB of temporaries (some 70 ms a round per worker) that
+    the element-wise count needs, which also read to the gateways as compute between rounds."""
+    lo, hi = float(got.min()), float(got.max())
+    err = max(abs(lo - expect), abs(hi - expect))
+    if err <= 1e-3 * expect:  # False for a NaN too: it is counted below
+        return 0.0, err
+    return float(np.count_nonzero(~(np.abs(got - expect) <= 1e-3 * expect))) / len(got), err
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", choices=["stormgate", "gloo", "gloo-fp16"], required=True)
@@ -154,10 +166,9 @@ def main():
             # Nothing mixed in: the site's own mean alone (counted like a bubble).
             off = np.abs(buf - site_mean[own]) <= 1e-3 * site_mean[own]
             err = float(np.max(near))
+            frac = float(np.count_nonzero(off)) / len(off)
         else:
-            off = np.abs(got - expect) > 1e-3 * expect
-            err = float(np.max(np.abs(got - expect)))
-        frac = float(np.count_nonzero(off)) / len(off)
+            frac, err = off_fraction(got, expect)
         if r >= a.warmup:
             times.append(dt)
             inexact.append(frac)
@@ -166,7 +177,7 @@ def main():
         print(json.dumps({"rank": rank, "round": r, "seconds": dt, "max_err": err, "inexact": frac}), flush=True)
         # A bubble leaves the mean over the sites that arrived: between the smallest and the
         # largest contribution. Anything else, or too many, is wrong.
-        if frac > a.bubbles or float(np.min(got)) < 1 - 1e-3 or float(np.max(got)) > world + 1e-3:
+        if math.isnan(err) or frac > a.bubbles or float(np.min(got)) < 1 - 1e-3 or float(np.max(got)) > world + 1e-3:
             print("wrong result: max error %g, %.4f%% of values off" % (err, 100 * frac), file=sys.stderr)
             return 1
         r += 1
