@@ -293,7 +293,13 @@ void Gateway::coord_prepared(const Message& m) {
   max_round_seen_ = std::max(max_round_seen_, m.round);
   if (s_.next && s_.next->decision == Decision::kUndecided && m.version == s_.next->version &&
       m.attempt == s_.next->attempt) {
-    if (m.status == 0) return decide(Decision::kAbort);
+    if (m.status == 0) {
+      // Refused. Only a member already at or past the switch round calls for a later one
+      // (twice the margin); one still before it refused for another reason, most often a
+      // committed switch it has not reached yet (the coordinator approves rounds ahead of
+      // its engine, so it passes that round first), and the retry keeps the margin.
+      return decide(Decision::kAbort, m.round >= s_.next->switch_round);
+    }
     prepared_[m.from] = 1;
     if (std::count(prepared_.begin(), prepared_.end(), 1) == cfg_.gateways) decide(Decision::kCommit);
     return;
@@ -316,7 +322,7 @@ void Gateway::coord_prepared(const Message& m) {
   send(std::move(d));
 }
 
-void Gateway::decide(Decision d) {
+void Gateway::decide(Decision d, bool later) {
   last_version_ = s_.next->version;
   last_attempt_ = s_.next->attempt;
   last_decision_ = d;
@@ -326,7 +332,7 @@ void Gateway::decide(Decision d) {
     margin_ = cfg_.switch_margin;
   } else {
     s_.next.reset();
-    margin_ = std::min<Round>(64, 2 * std::max<Round>(1, margin_));
+    if (later) margin_ = std::min<Round>(kMaxMargin, 2 * std::max<Round>(1, margin_));
   }
   std::fill(acked_.begin(), acked_.end(), 0);
   acked_[cfg_.self] = 1;

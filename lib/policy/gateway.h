@@ -12,8 +12,11 @@
 //      R or later until it knows the decision. Otherwise it answers PREPARED refused.
 //   3. The coordinator commits once every member promised, aborts on any refusal, and
 //      resends the DECIDE until every member acknowledged it. An aborted switch is proposed
-//      again automatically, with a later round and twice the margin (up to 64 rounds), so
-//      members running ahead of what the coordinator has heard cannot starve it.
+//      again automatically, with a later round. When a member refused because it had already
+//      begun the switch round, the margin doubles (up to kMaxMargin rounds), so members
+//      running ahead of what the coordinator has heard cannot starve it; a member that refused
+//      while still before that round (it has yet to reach the previous committed switch) is
+//      simply asked again with the same margin.
 //   4. A gateway beginning round r >= R uses k+1 if committed, waits if undecided.
 // Hence no round runs under two policies: R is only begun by anyone once everyone promised
 // (commit) and all know it; a lost, duplicated or reordered message only delays. Every
@@ -50,6 +53,8 @@
 #include "policy/messages.h"
 
 namespace sg::policy {
+
+inline constexpr Round kMaxMargin = 64;  // the farthest a retried switch is pushed out
 
 struct GatewayConfig {
   uint16_t self = 0;
@@ -118,7 +123,8 @@ class Gateway {
   // Coordinator side.
   void start_attempt(Nanos now);
   void coord_prepared(const Message& m);
-  void decide(Decision d);
+  // An abort with `later` doubles the next attempt's margin (a member was past its round).
+  void decide(Decision d, bool later = true);
   void coord_state(const Message& m);
   void finish_recovery();
   Snapshot reply_state() const;

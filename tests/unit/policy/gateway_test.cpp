@@ -53,6 +53,41 @@ TEST(PolicyGateway, MemberAlreadyPastTheRoundRefusesAndTheSwitchIsRetriedLater) 
   EXPECT_EQ(fresh.min_active(), 1u);
 }
 
+TEST(PolicyGateway, AMemberStillBeforeTheLastSwitchDelaysTheNextOneWithoutPushingItFarOut) {
+  // The coordinator approves rounds ahead of its engine, so it passes a committed switch
+  // round, and may propose again, while members have not reached that round yet. They refuse
+  // (a committed switch not yet reached), which says nothing about being ahead: the retries
+  // must not double the margin each time. They did, and on `fluctuating` a policy proposed at
+  // round 12 got a switch round past 60: 36 rounds on stale trees.
+  World w(3, 3);
+  ASSERT_TRUE(w.propose(1));
+  while (!w.flight.empty()) w.deliver(0);
+  for (int r = 1; r <= 3; ++r) ASSERT_TRUE(w.begin(0));  // the coordinator reaches the switch round
+  ASSERT_TRUE(w.begin(1));
+  ASSERT_TRUE(w.begin(2));  // members at round 1: still holding the committed switch to version 1
+  ASSERT_EQ(w.gws[0].active_version(), 1u);
+  ASSERT_TRUE(w.propose(2));
+  for (int tick = 0; tick < 20; ++tick) {  // a second of retries while the members catch up
+    while (!w.flight.empty()) w.deliver(0);
+    w.tick(0);
+  }
+  while (!w.flight.empty()) w.deliver(0);
+  EXPECT_EQ(w.gws[1].active_version(), 0u);
+  for (int g = 1; g <= 2; ++g)
+    for (int r = 2; r <= 3; ++r) ASSERT_TRUE(w.begin(g));  // the members switch to version 1
+  w.tick(0);
+  while (!w.flight.empty()) w.deliver(0);
+  for (int g = 0; g < 3; ++g) {
+    ASSERT_TRUE(w.gws[g].state().next.has_value()) << g;
+    EXPECT_EQ(w.gws[g].state().next->decision, Decision::kCommit) << g;
+    // Switch round: the coordinator's round (3) plus the configured margin, not 3 + 64.
+    EXPECT_EQ(w.gws[g].state().next->switch_round, 3 + 3) << g;
+  }
+  w.settle(12);
+  EXPECT_EQ(w.violation, "");
+  EXPECT_EQ(w.min_active(), 2u);
+}
+
 TEST(PolicyGateway, DuplicatesAreAnsweredNotReapplied) {
   World w(3, 3);
   ASSERT_TRUE(w.propose(1));
