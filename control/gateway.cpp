@@ -524,11 +524,12 @@ void Gateway::print_job_summary(const JobStack& js) const {
   if (js.agent) {
     const auto& st = js.agent->stats();
     std::printf("[%s] policy%s: version %u in force, %llu switches, %llu proposals (coordinator, %llu of them back to a "
-                "plan that measured faster), last modelled gain %.2f; rows sent %llu received %llu; probe trains sent %llu, "
-                "timed %llu, lower bounds %llu\n",
+                "plan that measured faster; attempts refused %llu, %llu of them pushed out), last modelled gain %.2f; "
+                "rows sent %llu received %llu; probe trains sent %llu, timed %llu, lower bounds %llu\n",
                 c.site.name.c_str(), stacks_.size() > 1 ? (" of job " + std::to_string(c.job.id)).c_str() : "",
                 js.policy_version, (unsigned long long)st.switches.load(), (unsigned long long)st.proposals.load(),
-                (unsigned long long)st.regrets.load(),
+                (unsigned long long)st.regrets.load(), (unsigned long long)st.switch_aborts.load(),
+                (unsigned long long)st.switch_aborts_later.load(),
                 st.last_gain.load(), (unsigned long long)st.rows_sent.load(), (unsigned long long)st.rows_received.load(),
                 (unsigned long long)st.probe_trains_sent.load(), (unsigned long long)st.probe_results.load(),
                 (unsigned long long)st.probe_bounds.load());

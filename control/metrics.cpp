@@ -187,6 +187,13 @@ std::string metrics_text(const Gateway& gw) {
     metric(o, "policy_regrets_total", "counter",
            "Proposals back to the plan before, whose rounds measured faster than the new trees' (the coordinator).");
     value(o, "policy_regrets_total", site, static_cast<double>(st.regrets.load()));
+    metric(o, "policy_switch_aborts_total", "counter",
+           "Switch attempts a peer refused, each retried (the coordinator); reason=late: the peer had begun the "
+           "switch round, and the retry's round was pushed out.");
+    const double aborts = static_cast<double>(st.switch_aborts.load());
+    const double late = static_cast<double>(st.switch_aborts_later.load());
+    value(o, "policy_switch_aborts_total", site + "," + label("reason", "busy"), aborts > late ? aborts - late : 0.0);
+    value(o, "policy_switch_aborts_total", site + "," + label("reason", "late"), late);
     metric(o, "measurement_rows_total", "counter", "Measurement rows, by direction.");
     value(o, "measurement_rows_total", site + "," + label("direction", "sent"), static_cast<double>(st.rows_sent.load()));
     value(o, "measurement_rows_total", site + "," + label("direction", "received"),

@@ -34,6 +34,9 @@ struct AgentStats {
   std::atomic<uint64_t> proposals{0}, switches{0}, rows_sent{0}, rows_received{0}, control_in{0}, control_bad{0};
   std::atomic<uint64_t> replans_considered{0}, codec_proposals{0};
   std::atomic<uint64_t> regrets{0};  // new trees that measured slower: the plan before came back
+  // Switch attempts a member refused (each retried), and those that pushed the retry's switch
+  // round out because a member was already past it (lib/policy).
+  std::atomic<uint64_t> switch_aborts{0}, switch_aborts_later{0};
   std::atomic<uint64_t> probe_trains_sent{0}, probe_results{0};
   std::atomic<uint64_t> probe_bounds{0};  // trains too quick to time: lower bounds (probes.h)
   std::atomic<double> last_gain{0};

@@ -189,6 +189,8 @@ int policy_cb(const char*, const char*, rte_tel_data* d) {
     rte_tel_data_add_dict_u64(d, "proposals", a->stats().proposals.load());
     rte_tel_data_add_dict_u64(d, "codec_proposals", a->stats().codec_proposals.load());
     rte_tel_data_add_dict_u64(d, "regrets", a->stats().regrets.load());
+    rte_tel_data_add_dict_u64(d, "switch_aborts", a->stats().switch_aborts.load());
+    rte_tel_data_add_dict_u64(d, "switch_aborts_late", a->stats().switch_aborts_later.load());
     rte_tel_data_add_dict_u64(d, "replans_considered", a->stats().replans_considered.load());
     rte_tel_data_add_dict_u64(d, "last_gain_permille", static_cast<uint64_t>(std::max(0.0, a->stats().last_gain.load()) * 1000));
     rte_tel_data_add_dict_u64(d, "approved_through", a->approved_through().load());

@@ -59,6 +59,7 @@ struct ControlPlaneStats {
   uint64_t rows_sent = 0, rows_received = 0, rows_bad = 0;
   uint64_t control_in = 0, control_bad = 0;
   uint64_t policy_deferred = 0;  // policy messages dropped while an earlier one was still going out
+  uint64_t switch_aborts = 0, switch_aborts_later = 0;  // lib/policy's (coordinator): see Gateway::aborts()
   uint64_t probe_trains_sent = 0, probe_packets_in = 0, probe_results = 0, probes_bad = 0;
 };
 

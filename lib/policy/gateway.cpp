@@ -332,7 +332,11 @@ void Gateway::decide(Decision d, bool later) {
     margin_ = cfg_.switch_margin;
   } else {
     s_.next.reset();
-    if (later) margin_ = std::min<Round>(kMaxMargin, 2 * std::max<Round>(1, margin_));
+    ++aborts_;
+    if (later) {
+      margin_ = std::min<Round>(kMaxMargin, 2 * std::max<Round>(1, margin_));
+      ++aborts_later_;
+    }
   }
   std::fill(acked_.begin(), acked_.end(), 0);
   acked_[cfg_.self] = 1;

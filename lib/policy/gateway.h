@@ -109,6 +109,10 @@ class Gateway {
   Version active_version() const { return s_.active ? s_.active->version : 0; }
   bool switch_in_progress() const;  // coordinator: a proposal or its decision still outstanding
   uint64_t bad_messages() const { return bad_; }
+  // Coordinator: switch attempts aborted (a member refused), each retried; and of those, the
+  // ones that pushed the next attempt's switch round out (a member was past the round).
+  uint64_t aborts() const { return aborts_; }
+  uint64_t aborts_later() const { return aborts_later_; }
 
  private:
   friend class GatewayPeer;  // tests: canonical state key for model checking
@@ -137,6 +141,7 @@ class Gateway {
   std::vector<Message> outbox_;
   Nanos last_retry_ = -1;
   uint64_t bad_ = 0;
+  uint64_t aborts_ = 0, aborts_later_ = 0;
   // Member: last decision seen, so stale PROPOSE/DECIDE are recognised.
   Version last_version_ = 0;
   uint64_t last_attempt_ = 0;

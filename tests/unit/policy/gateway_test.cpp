@@ -45,6 +45,8 @@ TEST(PolicyGateway, MemberAlreadyPastTheRoundRefusesAndTheSwitchIsRetriedLater) 
   EXPECT_EQ(fresh.gws[0].active_version(), 0u);
   EXPECT_FALSE(fresh.gws[0].state().next.has_value());  // aborted
   EXPECT_TRUE(fresh.gws[0].switch_in_progress());       // and wanted again
+  EXPECT_EQ(fresh.gws[0].aborts(), 1u);
+  EXPECT_EQ(fresh.gws[0].aborts_later(), 1u);
   fresh.tick(0);  // re-proposed after the round member 2 is in, with twice the margin
   ASSERT_FALSE(fresh.flight.empty());
   EXPECT_EQ(fresh.flight[0].round, 1 + 2);
@@ -73,6 +75,8 @@ TEST(PolicyGateway, AMemberStillBeforeTheLastSwitchDelaysTheNextOneWithoutPushin
   }
   while (!w.flight.empty()) w.deliver(0);
   EXPECT_EQ(w.gws[1].active_version(), 0u);
+  EXPECT_GE(w.gws[0].aborts(), 20u);  // refused at every retry: counted, never as "late"
+  EXPECT_EQ(w.gws[0].aborts_later(), 0u);
   for (int g = 1; g <= 2; ++g)
     for (int r = 2; r <= 3; ++r) ASSERT_TRUE(w.begin(g));  // the members switch to version 1
   w.tick(0);
