@@ -188,8 +188,8 @@ std::string metrics_text(const Gateway& gw) {
            "Proposals back to the plan before, whose rounds measured faster than the new trees' (the coordinator).");
     value(o, "policy_regrets_total", site, static_cast<double>(st.regrets.load()));
     metric(o, "policy_switch_aborts_total", "counter",
-           "Switch attempts a peer refused, each retried (the coordinator); reason=late: the peer had begun the "
-           "switch round, and the retry's round was pushed out.");
+           "Switch attempts aborted and retried (the coordinator); reason=late: a peer had (or may have) begun "
+           "the switch round, and the retry's round was pushed out.");
     const double aborts = static_cast<double>(st.switch_aborts.load());
     const double late = static_cast<double>(st.switch_aborts_later.load());
     value(o, "policy_switch_aborts_total", site + "," + label("reason", "busy"), aborts > late ? aborts - late : 0.0);

@@ -105,8 +105,8 @@ void PolicyAgent::publish_stats() {
   stats_.replans_considered.store(c.replans_considered, std::memory_order_relaxed);
   stats_.codec_proposals.store(c.codec_proposals, std::memory_order_relaxed);
   stats_.regrets.store(c.regrets, std::memory_order_relaxed);
-  stats_.switch_aborts.store(p.switch_aborts, std::memory_order_relaxed);
-  stats_.switch_aborts_later.store(p.switch_aborts_later, std::memory_order_relaxed);
+  stats_.switch_aborts.store(plane_.switch_aborts(), std::memory_order_relaxed);
+  stats_.switch_aborts_later.store(plane_.switch_aborts_later(), std::memory_order_relaxed);
   stats_.probe_trains_sent.store(p.probe_trains_sent, std::memory_order_relaxed);
   stats_.probe_results.store(p.probe_results, std::memory_order_relaxed);
   stats_.probe_bounds.store(plane_.probe_receiver().bounds(), std::memory_order_relaxed);

@@ -305,8 +305,6 @@ Nanos ControlPlane::tick(Nanos now, uint32_t completed, std::span<const uint64_t
     }
   }
   gw_->tick(now);
-  stats_.switch_aborts = gw_->aborts();
-  stats_.switch_aborts_later = gw_->aborts_later();
   for (const auto& m : gw_->take_outbox())
     if (m.to < n_ && m.to != self_) send_policy(m, now);
   for (int i = 0; i < n_; ++i)

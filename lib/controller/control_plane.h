@@ -59,7 +59,6 @@ struct ControlPlaneStats {
   uint64_t rows_sent = 0, rows_received = 0, rows_bad = 0;
   uint64_t control_in = 0, control_bad = 0;
   uint64_t policy_deferred = 0;  // policy messages dropped while an earlier one was still going out
-  uint64_t switch_aborts = 0, switch_aborts_later = 0;  // lib/policy's (coordinator): see Gateway::aborts()
   uint64_t probe_trains_sent = 0, probe_packets_in = 0, probe_results = 0, probes_bad = 0;
 };
 
@@ -113,6 +112,9 @@ class ControlPlane {
     return site >= 0 && static_cast<size_t>(site) < peer_restarts_.size() ? peer_restarts_[static_cast<size_t>(site)] : 0;
   }
   uint64_t policy_bad() const { return gw_->bad_messages(); }  // policy messages that did not decode
+  // Coordinator: refused switch attempts, and those whose retry was pushed out (policy::Gateway).
+  uint64_t switch_aborts() const { return gw_->aborts(); }
+  uint64_t switch_aborts_later() const { return gw_->aborts_later(); }
   const ProbeScheduler& prober() const { return prober_; }
   const ProbeReceiver& probe_receiver() const { return probe_rx_; }
 

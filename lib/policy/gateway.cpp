@@ -409,7 +409,8 @@ void Gateway::finish_recovery() {
     s_.next = *open;
     s_.next->decision = Decision::kUndecided;
     if (!all) wanted_ = open->plan;  // try it again after the abort
-    decide(all ? Decision::kCommit : Decision::kAbort);
+    // Not every member promised: some may have begun the switch round, so retry later.
+    decide(all ? Decision::kCommit : Decision::kAbort, /*later=*/true);
   }
   reports_.assign(cfg_.gateways, std::nullopt);
 }

@@ -109,8 +109,9 @@ class Gateway {
   Version active_version() const { return s_.active ? s_.active->version : 0; }
   bool switch_in_progress() const;  // coordinator: a proposal or its decision still outstanding
   uint64_t bad_messages() const { return bad_; }
-  // Coordinator: switch attempts aborted (a member refused), each retried; and of those, the
-  // ones that pushed the next attempt's switch round out (a member was past the round).
+  // Coordinator: switch attempts aborted (a member refused, or recovery could not finish
+  // one), each retried; and of those, the ones whose retry was pushed out (a member was, or
+  // may have been, past the switch round).
   uint64_t aborts() const { return aborts_; }
   uint64_t aborts_later() const { return aborts_later_; }
 
@@ -127,8 +128,8 @@ class Gateway {
   // Coordinator side.
   void start_attempt(Nanos now);
   void coord_prepared(const Message& m);
-  // An abort with `later` doubles the next attempt's margin (a member was past its round).
-  void decide(Decision d, bool later = true);
+  // An abort with `later` doubles the next attempt's margin (a member may be past its round).
+  void decide(Decision d, bool later = false);
   void coord_state(const Message& m);
   void finish_recovery();
   Snapshot reply_state() const;
