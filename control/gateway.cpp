@@ -20,6 +20,9 @@ namespace sg::ctl {
 
 // How long an ended job may keep its round under way before the gateway tears it down anyway.
 constexpr Nanos kStopGrace = 30 * kSecond;
+// How long a stopping gateway waits for its memif peers to close their side first: longer than
+// the gap between gateways started together with the same --duration or job.rounds.
+constexpr uint32_t kMemifPeerGraceMs = 3000;
 
 Gateway::~Gateway() {
   if (running_) stop();
@@ -801,6 +804,10 @@ bool Gateway::stop() {
   boards_.clear();
   for (rte_ring* r : handoff_rings_) rte_ring_free(r);
   handoff_rings_.clear();
+  // The engines have stopped: let memif peers that stop with us close first (ports.h says why).
+  if (!dp::await_memif_peers_gone(ports_, kMemifPeerGraceMs))
+    SG_LOG(INFO, control, "[%s] memif peers still connected after %u ms; closing the links\n", cfg_.site.name.c_str(),
+           kMemifPeerGraceMs);
   dp::teardown_ports(ports_);
   bool full = true;
   if (pool_) {

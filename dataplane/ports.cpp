@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace sg::dp {
 namespace {
@@ -178,6 +179,26 @@ bool setup_ports(const config::GatewayConfig& cfg, unsigned workers, rte_mempool
     out.push_back(p);
   }
   return true;
+}
+
+bool await_memif_peers_gone(const std::vector<Port>& ports, uint32_t grace_ms) {
+  std::vector<uint16_t> memif;
+  for (const auto& p : ports) {
+    rte_eth_dev_info info{};
+    if (rte_eth_dev_info_get(p.id, &info) == 0 && info.driver_name && std::strcmp(info.driver_name, "net_memif") == 0)
+      memif.push_back(p.id);
+  }
+  const uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() * grace_ms / 1000;
+  for (;;) {
+    bool connected = false;
+    for (uint16_t id : memif) {
+      rte_eth_link link{};
+      connected |= rte_eth_link_get_nowait(id, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+    }
+    if (!connected) return true;
+    if (rte_get_timer_cycles() >= deadline) return false;
+    rte_delay_us_sleep(10 * 1000);
+  }
 }
 
 void teardown_ports(std::vector<Port>& ports) {
