@@ -42,7 +42,6 @@ bool pool_full(const rte_mempool* pool);
 // by at most one engine. Prints one line naming the port and the problem on failure.
 bool setup_ports(const config::GatewayConfig& cfg, unsigned workers, rte_mempool* pool, std::vector<Port>& out);
 
-// Stops and closes the ports (and removes probed virtual devices).
 // DPDK 22.11's memif driver unmaps a link's shared rings from its interrupt thread as soon as the
 // peer disconnects, with no hand-off to the lcores: one inside rx_burst on that link then reads
 // unmapped memory (a segfault, seen in scripts/demo about one run in six, when one gateway closed
@@ -52,6 +51,7 @@ bool setup_ports(const config::GatewayConfig& cfg, unsigned workers, rte_mempool
 // never close a link under a peer's engine. True if no memif peer is left connected.
 bool await_memif_peers_gone(const std::vector<Port>& ports, uint32_t grace_ms);
 
+// Stops and closes the ports (and removes probed virtual devices).
 void teardown_ports(std::vector<Port>& ports);
 
 }  // namespace sg::dp
